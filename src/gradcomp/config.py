@@ -1,0 +1,60 @@
+"""Config validation against the workflow's JSON schema, with messages that name the key.
+
+The schema (``workflow/schemas/config.schema.yaml``) gives every key a type,
+a range and a description, and defaults that are filled in here. All errors
+are collected and reported at once, before any job starts, as
+``config key 'lossless.epochs': -1 is less than the minimum of 1``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+
+class ConfigError(ValueError):
+    """The config does not match the schema; the message lists each offending key."""
+
+
+def _with_defaults(validator_class):
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = sub["default"]
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": set_defaults})
+
+
+DefaultFillingValidator = _with_defaults(Draft202012Validator)
+
+
+def key_path(error) -> str:
+    """Dotted path of the config key an error is about (``<top level>`` for the root)."""
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        parts.append(extra[0] if extra else "?")
+    return ".".join(parts) or "<top level>"
+
+
+def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
+    """Validate ``config`` in place (filling defaults) and return it; raise :class:`ConfigError`."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = DefaultFillingValidator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = []
+        for err in errors:
+            if err.validator == "additionalProperties":
+                lines.append(f"config key '{key_path(err)}': unknown key (misspelled?)")
+            else:
+                lines.append(f"config key '{key_path(err)}': {err.message}")
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
+    return config

@@ -1,0 +1,19 @@
+rule prepare_cifar10:
+    output:
+        CIFAR10_CACHE,
+    params:
+        source=config["cifar10"],
+        train_subset=config["data"]["train_subset"],
+        test_subset=config["data"]["test_subset"],
+        seed=config["data"]["subset_seed"],
+        download_root="results/data/download",
+    log:
+        "results/logs/data/prepare_cifar10.log",
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/prepare_cifar10.py"
