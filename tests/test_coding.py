@@ -1,0 +1,356 @@
+import math
+import struct
+
+import numpy as np
+import pytest
+import scipy.stats
+from bitarray import bitarray
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gradcomp.coding import (
+    CorruptStreamError,
+    HuffmanCode,
+    ans_bits,
+    ans_decode,
+    ans_encode,
+    container_side_info_bits,
+    cross_entropy_bits,
+    decode_tensor,
+    encode_tensor,
+    entropy_bits,
+    general_purpose_bits,
+    lz78_bits,
+    lz78_decode,
+    lz78_encode,
+    pack,
+    rate_bits_per_entry,
+    unpack,
+)
+from gradcomp.pmf import empirical_pmf, floor_and_renormalise, model_magnitude_pmf, model_pmf
+from gradcomp.quantizers import GridQuantizer, get_grid, uniform_grid
+
+
+@st.composite
+def pmf_and_symbols(draw, max_alphabet=300, max_n=400):
+    """A pmf with some zero entries and symbols drawn from its support."""
+    L = draw(st.integers(1, max_alphabet))
+    weights = draw(st.lists(st.one_of(st.just(0.0), st.floats(1e-9, 1.0)), min_size=L, max_size=L))
+    p = np.asarray(weights)
+    if p.sum() == 0:
+        p[draw(st.integers(0, L - 1))] = 1.0
+    support = np.flatnonzero(p > 0)
+    kind = draw(st.sampled_from(["random", "empty", "single"])) if max_n else "empty"
+    if kind == "empty":
+        sym = np.zeros(0, dtype=np.int64)
+    elif kind == "single":
+        sym = np.full(draw(st.integers(1, max_n)), draw(st.sampled_from(support.tolist())))
+    else:
+        idx = draw(st.lists(st.integers(0, support.size - 1), max_size=max_n))
+        sym = support[np.asarray(idx, dtype=np.int64)]
+    return p, sym.astype(np.int64)
+
+
+@settings(max_examples=120, deadline=None)
+@given(pmf_and_symbols())
+def test_huffman_roundtrip_and_length(case):
+    p, sym = case
+    code = HuffmanCode.from_pmf(p)
+    np.testing.assert_array_equal(code.lengths > 0, p > 0)
+    bits = code.encode(sym)
+    counts, _ = empirical_pmf(sym, p.size)
+    assert len(bits) == code.charged_bits(counts) == int(counts @ code.lengths)
+    assert len(bits) == code.bit_length(sym)
+    np.testing.assert_array_equal(code.decode(bits, sym.size), sym)
+    # prefix property: every codeword is distinct and none is a prefix of another
+    words = sorted(w.to01() for w in code.codewords.values())
+    assert all(not b.startswith(a) for a, b in zip(words, words[1:], strict=False))
+
+
+@settings(max_examples=80, deadline=None)
+@given(pmf_and_symbols(max_n=0))
+def test_huffman_average_length_within_one_bit_of_entropy(case):
+    p, _ = case
+    code = HuffmanCode.from_pmf(p)
+    H = entropy_bits(p)
+    avg = code.expected_length(p)
+    if np.count_nonzero(p) == 1:
+        assert avg == 1.0  # a lone symbol still costs one bit
+    else:
+        assert H - 1e-9 <= avg < H + 1
+
+
+def test_huffman_single_symbol_and_empty():
+    code = HuffmanCode.from_pmf(np.array([0.0, 0.0, 3.0]))
+    np.testing.assert_array_equal(code.lengths, [0, 0, 1])
+    bits = code.encode(np.full(10, 2))
+    assert bits == bitarray("0" * 10)
+    np.testing.assert_array_equal(code.decode(bits, 10), np.full(10, 2))
+    assert len(code.encode(np.zeros(0, dtype=np.int64))) == 0
+    assert code.decode(bitarray(), 0).size == 0
+    with pytest.raises(ValueError):
+        HuffmanCode.from_pmf(np.zeros(4))
+
+
+def test_huffman_alphabet_of_2_16_symbols():
+    rng = np.random.default_rng(0)
+    p = rng.random(2**16) ** 4
+    code = HuffmanCode.from_pmf(p)
+    sym = rng.choice(2**16, size=100_001, p=p / p.sum())
+    bits = code.encode(sym)
+    assert len(bits) == code.bit_length(sym)
+    np.testing.assert_array_equal(code.decode(bits, sym.size), sym)
+    assert HuffmanCode.from_bytes(code.to_bytes()) == code
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 70_001])
+def test_huffman_long_codewords(n):
+    # p_k ~ 2^-k gives codewords up to 119 bits: exercises the bitarray encode fallback
+    p = 2.0 ** -np.arange(120)
+    code = HuffmanCode.from_pmf(p)
+    assert code.max_length > 64
+    rng = np.random.default_rng(n)
+    sym = np.minimum(rng.geometric(0.5, n) - 1, 119)
+    sym[n // 2] = 119  # one very long codeword in the middle
+    bits = code.encode(sym)
+    assert len(bits) == code.bit_length(sym)
+    np.testing.assert_array_equal(code.decode(bits, n), sym)
+
+
+def test_huffman_numpy_encoder_matches_bitarray_encode():
+    rng = np.random.default_rng(3)
+    p = rng.random(247) ** 8
+    code = HuffmanCode.from_pmf(p)
+    assert code.max_length <= 64
+    sym = rng.choice(247, size=200_001, p=p / p.sum())
+    ref = bitarray(endian="big")
+    ref.encode(code.codewords, sym.tolist())
+    assert code.encode(sym) == ref
+    np.testing.assert_array_equal(code.decode(ref, sym.size), sym)
+
+
+def test_huffman_errors():
+    code = HuffmanCode.from_pmf(np.array([0.5, 0.0, 0.5]))
+    with pytest.raises(ValueError, match="no codeword"):
+        code.encode(np.array([0, 1]))
+    with pytest.raises(ValueError, match="no codeword"):
+        code.charged_bits(np.array([1, 1, 0]))
+    with pytest.raises(ValueError):
+        code.encode(np.array([3]))
+    with pytest.raises(ValueError):
+        code.encode(np.array([-1]))
+    bits = code.encode(np.array([0, 2, 2]))
+    with pytest.raises(CorruptStreamError):
+        code.decode(bits, 4)
+    with pytest.raises(ValueError, match="Kraft"):
+        HuffmanCode.from_lengths([1, 1, 1])
+    with pytest.raises(CorruptStreamError):
+        HuffmanCode.from_bytes(b"\x00")
+
+
+def test_canonical_code_and_side_info():
+    code = HuffmanCode.from_lengths([2, 0, 1, 3, 3])
+    assert {s: w.to01() for s, w in code.codewords.items()} == {2: "0", 0: "10", 3: "110", 4: "111"}
+    assert code.length_width == 2
+    assert code.side_info_bits() == 8 + 5 * 2
+    assert HuffmanCode.from_bytes(code.to_bytes()) == code
+    assert code.expected_length([0.25, 0, 0.5, 0.125, 0.125]) == 1.75
+
+
+def test_entropy_and_cross_entropy():
+    assert entropy_bits(np.ones(8)) == pytest.approx(3.0)
+    assert entropy_bits([1, 0, 0]) == 0.0
+    p, q = np.array([0.5, 0.25, 0.25]), np.array([0.25, 0.25, 0.5])
+    assert cross_entropy_bits(p, q) == pytest.approx(0.5 * 2 + 0.25 * 2 + 0.25 * 1)
+    assert cross_entropy_bits(p, p) == pytest.approx(entropy_bits(p))
+    assert cross_entropy_bits(p, [0.5, 0.5, 0]) == math.inf
+    assert cross_entropy_bits([0.5, 0.5, 0], [0.5, 0.5, 0]) == pytest.approx(1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pmf_and_symbols(max_alphabet=100))
+def test_ans_roundtrip(case):
+    p, sym = case
+    words = ans_encode(sym, p)
+    assert words.dtype == np.uint32
+    np.testing.assert_array_equal(ans_decode(words, sym.size, p), sym)
+    assert ans_bits(sym, p) == 32 * words.size
+
+
+def test_ans_rate_close_to_cross_entropy():
+    rng = np.random.default_rng(0)
+    p = rng.random(50) ** 3
+    sym = rng.choice(50, size=100_000, p=p / p.sum())
+    _, emp = empirical_pmf(sym, 50)
+    assert ans_bits(sym, p) / sym.size == pytest.approx(cross_entropy_bits(emp, p), abs=0.01)
+    # a symbol of model probability 0 is still codable
+    q = p.copy()
+    q[sym[0]] = 0
+    np.testing.assert_array_equal(ans_decode(ans_encode(sym[:100], q), 100, q), sym[:100])
+
+
+def _lz78_bits_brute(data: bytes) -> int:
+    idx, nxt = lz78_encode(data)
+    return sum(math.ceil(math.log2(k)) for k in range(1, idx.size + 1)) + 8 * nxt.size
+
+
+def test_lz78_known_parse():
+    idx, nxt = lz78_encode(b"AABABBBABAABABBBABBABB")
+    # phrases: A, AB, ABB, B, ABA, ABAB, BB, ABBA, BB(tail)
+    assert bytes(nxt) == b"ABBBABBA"
+    np.testing.assert_array_equal(idx, [0, 1, 2, 0, 2, 5, 4, 3, 7])
+    assert lz78_bits(b"AABABBBABAABABBBABBABB") == _lz78_bits_brute(b"AABABBBABAABABBBABBABB")
+    assert lz78_bits(b"") == 0 and lz78_encode(b"")[0].size == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=3000), st.lists(st.sampled_from([0, 1, 255]), max_size=3000).map(bytes)
+    )
+)
+def test_lz78_roundtrip_and_bit_count(data):
+    idx, nxt = lz78_encode(data)
+    assert lz78_decode(idx, nxt) == data
+    assert lz78_bits(data) == _lz78_bits_brute(data)
+
+
+def test_lz78_decode_rejects_bad_index():
+    with pytest.raises(CorruptStreamError):
+        lz78_decode([0, 5], b"ab")
+
+
+def test_general_purpose_bits():
+    data = bytes(range(256)) * 40
+    out = general_purpose_bits(data)
+    assert {"zlib", "bz2", "lzma"} <= set(out)
+    assert all(v % 8 == 0 and 0 < v < 8 * len(data) for v in out.values())
+
+
+def test_rate_bits_per_entry():
+    assert rate_bits_per_entry(1000, 24, 512) == 2.0
+    with pytest.raises(ValueError):
+        rate_bits_per_entry(1, 1, 0)
+
+
+# ---- container ----------------------------------------------------------------------------
+
+
+def _gradient(n=20_000, seed=0, shape=None):
+    x = scipy.stats.gennorm(0.8, scale=1e-3).rvs(n, random_state=np.random.default_rng(seed))
+    x = x.astype(np.float32)
+    return x.reshape(shape) if shape else x
+
+
+def _magnitude_code(q, x, dist):
+    mags, _ = q.encode_magnitude(x)
+    counts, _ = empirical_pmf(mags, q.n_magnitudes)
+    pm = model_magnitude_pmf(dist.cdf, q.magnitude_edges, sf=dist.sf)
+    return HuffmanCode.from_pmf(floor_and_renormalise(pm, must_cover=counts > 0))
+
+
+def test_encode_decode_tensor_sign_magnitude():
+    q = get_grid("fp8_e5m2")
+    x = _gradient(shape=(100, 200))
+    d = scipy.stats.gennorm(0.8, scale=1e-3)
+    code = _magnitude_code(q, x, d)
+    blob = encode_tensor(x, q, code, params={"beta": 0.8, "loc": 0.0, "scale": 1e-3})
+    y = decode_tensor(blob)
+    assert y.shape == (100, 200)
+    np.testing.assert_array_equal(y, q.quantize(x))
+    hdr, payload = unpack(blob)
+    assert hdr["codec"] == "huffman_sm" and hdr["grid"] == "fp8_e5m2"
+    assert hdr["params"] == {"beta": 0.8, "loc": 0.0, "scale": 1e-3}
+    mags, signs = q.encode_magnitude(x)
+    assert hdr["payload_bits"] == len(payload) == code.bit_length(mags) + signs.size
+    side = container_side_info_bits(blob)
+    assert side == 8 * len(blob) - hdr["payload_bits"]
+    assert side >= code.side_info_bits()
+
+
+@pytest.mark.parametrize("grid", ["fp8_e4m3", "fp4_e2m1", "uniform", "custom"])
+def test_encode_decode_tensor_signed(grid):
+    x = _gradient(5000, seed=1) * 1e3
+    if grid == "uniform":
+        q = uniform_grid(4, float(np.abs(x).max()))
+    elif grid == "custom":
+        q = GridQuantizer([-1.3, -0.2, 0.05, 0.7, 2.9])
+    else:
+        q = get_grid(grid, scale=0.5)
+    d = scipy.stats.gennorm(0.8, scale=1.0)
+    sym, _ = q.encode(x)
+    counts, _ = empirical_pmf(sym, q.n_levels)
+    code = HuffmanCode.from_pmf(
+        floor_and_renormalise(model_pmf(d.cdf, q.edges), must_cover=counts > 0)
+    )
+    blob = encode_tensor(x, q, code)
+    np.testing.assert_array_equal(decode_tensor(blob), q.quantize(x))
+    assert unpack(blob)[0]["codec"] == "huffman"
+
+
+@pytest.fixture(scope="module")
+def small_blob():
+    q = get_grid("fp8_e5m2")
+    x = _gradient(300, seed=2)
+    code = _magnitude_code(q, x, scipy.stats.norm(scale=1e-3))
+    return encode_tensor(x, q, code, params={"sigma": 1e-3})
+
+
+def test_unpack_roundtrip_fields(small_blob):
+    hdr, payload = unpack(small_blob)
+    assert hdr["n"] == 300 and hdr["shape"] == (300,)
+    assert hdr["total_bytes"] == len(small_blob)
+    blob2 = pack(
+        payload,
+        codec=hdr["codec"],
+        grid=hdr["grid"],
+        grid_params=hdr["grid_params"],
+        params=hdr["params"],
+        n=hdr["n"],
+        shape=hdr["shape"],
+        code=hdr["code"],
+    )
+    assert blob2 == small_blob
+
+
+@settings(max_examples=150, deadline=None)
+@given(pos=st.integers(0, 10**6), flip=st.integers(1, 255))
+def test_corrupted_stream_rejected(small_blob, pos, flip):
+    bad = bytearray(small_blob)
+    bad[pos % len(bad)] ^= flip
+    with pytest.raises(CorruptStreamError):
+        unpack(bytes(bad))
+    with pytest.raises(CorruptStreamError):
+        decode_tensor(bytes(bad))
+
+
+@settings(max_examples=100, deadline=None)
+@given(cut=st.integers(1, 10**6))
+def test_truncated_stream_rejected(small_blob, cut):
+    with pytest.raises(CorruptStreamError, match="truncated"):
+        unpack(small_blob[: len(small_blob) - 1 - cut % len(small_blob)])
+
+
+def test_container_error_messages(small_blob):
+    with pytest.raises(CorruptStreamError, match="magic"):
+        unpack(b"XXXX" + small_blob[4:])
+    with pytest.raises(CorruptStreamError, match="trailing"):
+        unpack(small_blob + b"\x00")
+    bad = bytearray(small_blob)
+    bad[-10] ^= 1
+    with pytest.raises(CorruptStreamError, match="CRC"):
+        unpack(bytes(bad))
+    with pytest.raises(CorruptStreamError, match="version"):
+        unpack(small_blob[:4] + b"\x09" + small_blob[5:])
+
+
+def test_pack_bytes_payload_and_validation():
+    blob = pack(b"\x01\x02\x03", codec="lz78", n=3, payload_bits=20, extra=struct.pack(">I", 7))
+    hdr, payload = unpack(blob)
+    assert hdr["code"] is None and hdr["levels"] is None and hdr["grid"] == ""
+    assert len(payload) == 20 and payload.tobytes() == b"\x01\x02\x00"
+    assert struct.unpack(">I", hdr["extra"]) == (7,)
+    with pytest.raises(ValueError):
+        pack(b"\x01", codec="x", n=1, payload_bits=9)
+    with pytest.raises(ValueError):
+        pack(b"", codec="x", n=4, shape=(3,))
