@@ -19,7 +19,14 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
 
 TINY = {
     "data": {"train_subset": 60, "test_subset": 20},
-    "lossless": {"models": ["mlp"], "runs": 2, "epochs": 2, "threads": 1, "batch_size": 16},
+    "lossless": {
+        "models": ["mlp"],
+        "runs": 2,
+        "epochs": 2,
+        "threads": 1,
+        "batch_size": 16,
+        "fit": {"families": ["norm", "laplace", "gennorm"], "kinds": ["epoch_avg"]},
+    },
     "device": "cpu",
 }
 
@@ -58,6 +65,40 @@ def test_train_rule_writes_dumps_and_logs(tiny_workdir: Path) -> None:
         assert (base / "state/checkpoint.pt").exists()
         progress = (tiny_workdir / f"results/logs/lossless/mlp/run{run}/train.log").read_text()
         assert "epoch 2/2" in progress and "images/s" in progress
+
+
+def test_fits_figures_and_t2(tiny_workdir: Path) -> None:
+    import pandas as pd
+
+    fits = pd.read_csv(tiny_workdir / "results/lossless/mlp/run0/fits.tsv", sep="\t")
+    assert set(fits["family"]) == {"norm", "laplace", "gennorm"}
+    assert set(fits["epoch"]) == {1, 2} and set(fits["kind"]) == {"epoch_avg"}
+    assert fits.loc[fits["tensor"] == "fc1.weight", "position"].iloc[0] == "lower"
+    assert fits["loglik"].notna().all() and (fits["w2"] > 0).all()
+    for fig in ("L1", "L2", "L3", "L4", "L5"):
+        for ext in ("png", "pdf"):
+            assert (tiny_workdir / f"results/figures/{fig}_mlp.{ext}").stat().st_size > 1000
+    t2 = pd.read_csv(tiny_workdir / "results/tables/T2.tsv", sep="\t")
+    assert set(t2["family"]) == {"norm", "laplace", "gennorm"} and (t2["n"] == 4).all()
+    assert "±" in (tiny_workdir / "results/tables/T2.md").read_text()
+
+
+def test_coding_table_and_t1(tiny_workdir: Path) -> None:
+    import pandas as pd
+
+    coding = pd.read_csv(tiny_workdir / "results/lossless/mlp/run1/coding.tsv", sep="\t")
+    coders = set(coding["coder"])
+    assert {"huffman_gennorm", "huffman_norm", "lz78", "entropy", "fp8"} <= coders
+    assert set(coding["accounting"]) == {"exact", "slip"}
+    exact = coding[coding["accounting"] == "exact"].set_index(["epoch", "tensor", "coder"])
+    fp8 = exact.xs("fp8", level="coder")["bits_per_entry"]
+    assert (fp8 == 8.0).all()
+    # no i.i.d. magnitude code beats the empirical entropy of its symbols
+    entropy = exact.xs("entropy", level="coder")["total_bits"]
+    for coder in ("huffman_gennorm", "huffman_norm", "huffman_empirical"):
+        assert (exact.xs(coder, level="coder")["total_bits"] >= entropy).all()
+    t1 = pd.read_csv(tiny_workdir / "results/tables/T1.tsv", sep="\t")
+    assert set(t1["accounting"]) == {"exact", "slip"} and (t1["runs"] == 2).all()
 
 
 def test_rerun_with_nothing_changed_does_nothing(tiny_workdir: Path) -> None:

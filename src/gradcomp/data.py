@@ -16,16 +16,17 @@ renamed into place, so a failed or interrupted preparation leaves no cache.
 
 from __future__ import annotations
 
+import json
 import logging
-import os
 import pickle
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from gradcomp.atomic import atomic_path, write_text
 
 log = logging.getLogger(__name__)
 
@@ -212,18 +213,9 @@ def _validate(tensors: dict[str, torch.Tensor]) -> None:
 
 
 def atomic_torch_save(obj, out: Path) -> None:
-    """``torch.save`` to a temporary file beside ``out``, then rename it into place."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    """``torch.save`` that leaves no partial file behind (see :mod:`gradcomp.atomic`)."""
+    with atomic_path(out) as tmp:
         torch.save(obj, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def prepare_cifar10(
@@ -234,12 +226,14 @@ def prepare_cifar10(
     train_subset: int | None = None,
     test_subset: int | None = None,
     seed: int = 0,
+    summary_path: Path | None = None,
 ) -> dict[str, object]:
     """Read CIFAR-10 from ``source`` (``"download"`` or a local path) and cache it at ``out``.
 
     ``train_subset`` / ``test_subset`` pick a stratified subset of that many
     images per split (``None`` keeps the whole split). Returns a summary dict
-    (source, format, sizes) that is also stored in the cache.
+    (source, format, sizes) that is also stored in the cache and, if
+    ``summary_path`` is given, written there as JSON.
     """
     if source == "download":
         fmt, folder = "batches", download_batches(Path(download_root))
@@ -267,6 +261,8 @@ def prepare_cifar10(
         "subset_seed": seed,
     }
     atomic_torch_save({**tensors, "classes": CLASSES, "summary": summary}, out)
+    if summary_path is not None:
+        write_text(summary_path, json.dumps(summary, indent=2) + "\n")
     log.info("wrote %s: %d train, %d test images", out, summary["n_train"], summary["n_test"])
     return summary
 

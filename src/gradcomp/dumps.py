@@ -17,14 +17,14 @@ lets the authors' slip (dividing by ``n_batches - 1``) be recomputed exactly as
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
+
+from gradcomp.atomic import atomic_path
 
 KINDS = ("epoch_avg", "last_batch")
 
@@ -53,30 +53,24 @@ def write_dump(
 ) -> None:
     """Write ``tensors[kind][name]`` atomically (temporary file, then rename)."""
     flat = {
-        f"{kind}/{name}": t.detach().to("cpu", torch.float32).contiguous()
+        f"{kind}/{name}": t.detach().to("cpu", torch.float32, copy=True).contiguous()
         for kind in KINDS
         for name, t in tensors[kind].items()
     }
     meta = {k: str(v) for k, v in metadata.items()}
     meta["order"] = ",".join(tensors[KINDS[0]])
     header = {"gradcomp": json.dumps(meta, sort_keys=True)}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file(flat, tmp, metadata=header)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(path) as tmp:
+        save_file(flat, str(tmp), metadata=header)
 
 
 def read_dump(path: Path) -> GradientDump:
     """Read a dump written by :func:`write_dump`."""
     with safe_open(str(path), framework="pt") as fh:
-        metadata = json.loads((fh.metadata() or {})["gradcomp"])
+        header = fh.metadata() or {}
+    if "gradcomp" not in header:
+        raise ValueError(f"{path} is not a gradcomp gradient dump (no 'gradcomp' metadata)")
+    metadata = json.loads(header["gradcomp"])
     flat = load_file(str(path))
     order = metadata.get("order", "").split(",")
     tensors = {kind: {name: flat[f"{kind}/{name}"] for name in order} for kind in KINDS}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def log_to_file(path: str | Path | None, level: int = logging.INFO) -> logging.Logger:
-    """Send the ``gradcomp`` loggers (and warnings) to ``path`` and to stderr."""
+    """Send the ``gradcomp`` loggers, warnings and an uncaught exception to ``path`` and stderr."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -20,4 +20,10 @@ def log_to_file(path: str | Path | None, level: int = logging.INFO) -> logging.L
         force=True,
     )
     logging.captureWarnings(True)
-    return logging.getLogger("gradcomp")
+    logger = logging.getLogger("gradcomp")
+
+    def log_uncaught(exc_type, exc, tb):
+        logger.error("stopped by %s: %s", exc_type.__name__, exc, exc_info=(exc_type, exc, tb))
+
+    sys.excepthook = log_uncaught
+    return logger

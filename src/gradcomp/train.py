@@ -18,7 +18,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gradcomp.atomic import write_text
 from gradcomp.augment import random_affine
 from gradcomp.data import Cifar10, atomic_torch_save
 from gradcomp.dumps import KINDS, write_dump
@@ -316,14 +316,8 @@ def train_with_dumps(
 
 def write_tsv(path: Path, rows: list[dict[str, object]], columns: tuple[str, ...]) -> None:
     """Write ``rows`` as a tab-separated table (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write("\t".join(columns) + "\n")
-        for row in rows:
-            fh.write("\t".join(_fmt(row[c]) for c in columns) + "\n")
-    os.replace(tmp, path)
+    lines = ["\t".join(columns)] + ["\t".join(_fmt(row[c]) for c in columns) for row in rows]
+    write_text(path, "\n".join(lines) + "\n")
 
 
 def _fmt(value: object) -> str:

@@ -1,0 +1,154 @@
+"""Paper L's fit table: every dumped tensor, epoch and dump kind against every family.
+
+:func:`fit_run` reads one training run's dumps and returns one row per
+(epoch, kind, tensor, family) with the fitted parameters and the goodness of
+fit of :func:`gradcomp.distributions.goodness_of_fit`. Tensors with fewer
+than ``min_entries`` entries (biases, BatchNorm) are skipped: a fit on a few
+dozen entries says little about a law's tails.
+
+Tensor *positions* name the three tensors the figures follow: ``lower`` (near
+the input), ``middle`` and ``upper`` (near the output). By default they are
+the first, middle and last fitted weight tensors (two or more dimensions) in
+the model's order; a config may name them.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from gradcomp.distributions import (
+    FittedDistribution,
+    GradientDataError,
+    check_gradient,
+    fit_all,
+    goodness_of_fit,
+    tail_probabilities,
+)
+from gradcomp.dumps import GradientDump, read_dump
+
+log = logging.getLogger(__name__)
+
+POSITIONS = ("lower", "middle", "upper")
+TAIL_LEVELS = (1e-2, 1e-3, 1e-4, 1e-5)
+PARAM_COLUMNS = ("beta", "c", "loc", "scale")
+FIT_COLUMNS = (
+    "model", "run", "epoch", "kind", "tensor", "position", "numel", "family",
+    *PARAM_COLUMNS, "loglik", "loglik_per_entry", "aic", "bic", "ks", "w2", "tail_log10_err",
+    *(f"tail_err_{level:g}" for level in TAIL_LEVELS),
+)  # fmt: skip
+
+
+def tensor_positions(
+    dump: GradientDump, *, min_entries: int, overrides: dict[str, str] | None = None
+) -> dict[str, str]:
+    """``{position: tensor name}`` for :data:`POSITIONS` (see the module docstring).
+
+    Raises ValueError if an override names a tensor that is not in the dump.
+    """
+    tensors = dump.tensors["epoch_avg"]
+    weights = [n for n, t in tensors.items() if t.ndim >= 2 and t.numel() >= min_entries]
+    if not weights:
+        weights = [n for n, t in tensors.items() if t.numel() >= min_entries] or list(tensors)
+    chosen = dict(
+        zip(POSITIONS, (weights[0], weights[len(weights) // 2], weights[-1]), strict=True)
+    )
+    for position, name in (overrides or {}).items():
+        if position not in POSITIONS:
+            raise ValueError(f"unknown tensor position {position!r}; use {', '.join(POSITIONS)}")
+        if name not in tensors:
+            raise ValueError(
+                f"tensor position {position}: {name!r} is not among the dumped tensors "
+                f"({', '.join(list(tensors)[:8])}, ...)"
+            )
+        chosen[position] = name
+    return chosen
+
+
+def fitted_from_row(row: pd.Series | dict) -> FittedDistribution:
+    """Rebuild a :class:`FittedDistribution` from a row of the fit table."""
+    params = {k: float(row[k]) for k in PARAM_COLUMNS if not _missing(row.get(k))}
+    return FittedDistribution(row["family"], params, int(row["numel"]), float(row["loglik"]))
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def fit_tensor(
+    values, *, families: Sequence[str], floc: float | None, label: str, seed: int = 0
+) -> list[dict[str, float]]:
+    """One row per family for one tensor: parameters, log-likelihood and goodness of fit."""
+    values = check_gradient(values, label)  # float64 once, shared by every fit and metric
+    rows = []
+    for family, fitted in fit_all(values, families, floc=floc, label=label).items():
+        gof = goodness_of_fit(fitted, values, seed=seed)
+        tails = tail_probabilities(fitted, values, TAIL_LEVELS)
+        rows.append(
+            {
+                "family": family,
+                **{k: fitted.params.get(k, math.nan) for k in PARAM_COLUMNS},
+                "loglik": fitted.loglik,
+                **gof,
+                **{
+                    f"tail_err_{lv:g}": e
+                    for lv, e in zip(TAIL_LEVELS, tails["abs_log10_error"], strict=True)
+                },
+            }
+        )
+    return rows
+
+
+def fit_run(
+    dump_paths: Sequence[Path],
+    *,
+    model: str,
+    run: int,
+    families: Sequence[str],
+    floc: float | None,
+    min_entries: int,
+    kinds: Sequence[str] = ("epoch_avg", "last_batch"),
+    positions: dict[str, str] | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The fit table (columns :data:`FIT_COLUMNS`) of one training run's dumps.
+
+    Raises :class:`GradientDataError` naming the model, run, epoch, kind and
+    tensor when a tensor cannot be fitted (NaN, inf, all zero, constant).
+    """
+    rows = []
+    where: dict[str, str] | None = None
+    for path in dump_paths:
+        dump = read_dump(path)
+        if where is None:
+            where = {
+                v: k
+                for k, v in tensor_positions(
+                    dump, min_entries=min_entries, overrides=positions
+                ).items()
+            }
+        for kind in kinds:
+            for name, tensor in dump.tensors[kind].items():
+                if tensor.numel() < min_entries:
+                    continue
+                label = f"{model} run{run} epoch{dump.epoch} {kind} {name}"
+                try:
+                    fits = fit_tensor(tensor, families=families, floc=floc, label=label, seed=seed)
+                except GradientDataError as err:
+                    raise GradientDataError(f"{err} (dump {path})") from err
+                head = {
+                    "model": model,
+                    "run": run,
+                    "epoch": dump.epoch,
+                    "kind": kind,
+                    "tensor": name,
+                    "position": where.get(name, ""),
+                    "numel": tensor.numel(),
+                }
+                rows += [{**head, **r} for r in fits]
+        log.info("fitted epoch %d of %s run %d (%d rows so far)", dump.epoch, model, run, len(rows))
+    return pd.DataFrame(rows, columns=list(FIT_COLUMNS))

@@ -1,0 +1,13 @@
+"""Snakemake script: figure L5 (compressed size / FP8 per epoch and coder) of one model."""
+
+from gradcomp.figures import data_source_label, figure_l5
+from gradcomp.logutil import log_to_file
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+figure_l5(
+    list(sm.input.coding),
+    sm.output.png,
+    model=sm.wildcards.model,
+    source=data_source_label(sm.input.summary),
+)
