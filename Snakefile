@@ -22,6 +22,7 @@ validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/lossless.smk"
+include: "workflow/rules/lossy.smk"
 
 
 rule all:

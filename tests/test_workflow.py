@@ -27,6 +27,29 @@ TINY = {
         "batch_size": 16,
         "fit": {"families": ["norm", "laplace", "gennorm"], "kinds": ["epoch_avg"]},
     },
+    "lossy": {
+        "models": ["mlp"],
+        "rounds": 2,
+        "local_epochs": 1,
+        "batch_size": 16,
+        "compressors": [
+            {"name": "none", "quantizer": "none", "topk": 1.0},
+            {"name": "uniform", "quantizer": "uniform", "rates": [2]},
+            {
+                "name": "gennorm",
+                "quantizer": "lloyd",
+                "family": "gennorm",
+                "rates": [2],
+                "M": [0, 2],
+            },
+        ],
+        "histogram_tensors": ["fc1.weight", "fc2.weight"],
+    },
+    "figures": {
+        "y4": {"compressor": "gennorm", "rate": 2, "M": 2},
+        "y5_tensor": "fc1.weight",
+        "y5_rates": [1, 2],
+    },
     "device": "cpu",
 }
 
@@ -99,6 +122,29 @@ def test_coding_table_and_t1(tiny_workdir: Path) -> None:
         assert (exact.xs(coder, level="coder")["total_bits"] >= entropy).all()
     t1 = pd.read_csv(tiny_workdir / "results/tables/T1.tsv", sep="\t")
     assert set(t1["accounting"]) == {"exact", "slip"} and (t1["runs"] == 2).all()
+
+
+def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
+    import pandas as pd
+
+    base = tiny_workdir / "results/lossy/mlp"
+    runs = sorted(
+        p.parent.parent.relative_to(base).as_posix() for p in base.glob("*/*/seed0/rounds.tsv")
+    )
+    assert runs == ["gennorm/R2_M0", "gennorm/R2_M2", "none/R32_M0", "uniform/R2_M0"]
+    rounds = pd.read_csv(base / "gennorm/R2_M2/seed0/rounds.tsv", sep="\t")
+    assert rounds["round"].tolist() == [0, 1, 2]
+    uplink = pd.read_csv(base / "gennorm/R2_M2/seed0/uplink.tsv", sep="\t")
+    assert len(uplink) == 4 and (uplink["bits_coded"] > 0).all()
+    assert rounds["cumulative_bits_coded"].iloc[-1] == uplink["bits_coded"].sum()
+    dense = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
+    assert dense["bits_fixed"].sum() > uplink["bits_fixed"].sum()
+    for fig in ("Y1", "Y2", "Y3", "Y4", "Y5"):
+        assert (tiny_workdir / f"results/figures/{fig}_mlp.png").stat().st_size > 1000
+    t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")
+    assert len(t3) == 4 and t3["per_bit_acc_coded_mean"].notna().all()
+    rd = pd.read_csv(base / "rate_distortion.tsv", sep="\t")
+    assert set(rd["M"]) == {0, 2} and (rd["distortion"] > 0).all()
 
 
 def test_rerun_with_nothing_changed_does_nothing(tiny_workdir: Path) -> None:

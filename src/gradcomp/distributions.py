@@ -637,7 +637,7 @@ def _maximize_by_value(
         i = max(range(len(xs)), key=lambda j: pts[xs[j]])
         b, fb = xs[i], pts[xs[i]]
         if i in (0, len(xs) - 1):  # best on the edge: expand
-            if b in (lo, hi):
+            if b in (lo, hi) or len(xs) < 2:  # at a bound, or h vanished next to x0
                 break
             ev(b + 2.0 * (b - (xs[1] if i == 0 else xs[-2])))
             continue

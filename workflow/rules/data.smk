@@ -1,6 +1,7 @@
 rule prepare_cifar10:
     output:
-        CIFAR10_CACHE,
+        cache=CIFAR10_CACHE,
+        summary=CIFAR10_SUMMARY,
     params:
         source=config["cifar10"],
         train_subset=config["data"]["train_subset"],

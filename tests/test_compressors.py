@@ -1,0 +1,349 @@
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from gradcomp.compressors import (
+    LloydQuantizer,
+    Quantize,
+    RateBreakdown,
+    ResidualMemory,
+    TopK,
+    UpdateCompressor,
+    build_compressor,
+    elias_gamma_bits,
+    m_weighted_distortion,
+    position_code_bits,
+)
+
+
+def make_update(seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    lap = torch.distributions.Laplace(0.0, 0.01)
+    torch.manual_seed(seed)  # Laplace.sample uses the global generator
+    return {
+        "conv1.weight": 0.01 * torch.randn(16, 3, 3, 3, generator=g),  # 432 entries: raw
+        "conv2.weight": 0.01 * torch.randn(32, 16, 3, 3, generator=g),  # 4608
+        "bn.bias": 0.01 * torch.randn(32, generator=g),
+        "dense.weight": lap.sample((10, 512)),  # 5120
+    }
+
+
+def test_topk_keeps_exact_count_and_largest():
+    upd = make_update()
+    total = sum(t.numel() for t in upd.values())
+    masks = TopK(0.452).select(upd)
+    k = sum(int(m.sum()) for m in masks.values())
+    assert k == math.ceil(0.452 * total)
+    kept = torch.cat([t[masks[n]].abs() for n, t in upd.items()])
+    dropped = torch.cat([t[~masks[n]].abs() for n, t in upd.items()])
+    assert kept.min() >= dropped.max()
+
+
+@pytest.mark.parametrize(
+    "fraction, total, k",
+    [(0.452, 1000, 452), (0.5, 3, 2), (1e-9, 10, 1), (1.0, 7, 7), (0.1, 100, 10)],
+)
+def test_topk_count_is_ceil(fraction, total, k):
+    assert TopK(fraction).count(total) == k
+
+
+def test_topk_ties_broken_by_position():
+    upd = {"a": torch.ones(5), "b": torch.ones(5), "c": torch.tensor([2.0, 1.0])}
+    masks = TopK(0.5).select(upd)  # k = 6: the 2.0 and the first five ties
+    assert masks["c"].tolist() == [True, False]
+    assert masks["a"].all() and not masks["b"].any()
+
+
+def test_none_roundtrip_is_exact():
+    upd = make_update()
+    c = build_compressor({"quantizer": "none"})
+    payload, ctx = c.compress(upd)
+    out = c.decompress(payload, ctx)
+    assert out.keys() == upd.keys()
+    for n, t in upd.items():
+        assert out[n].dtype == t.dtype and out[n].shape == t.shape
+        assert torch.equal(out[n], t)
+    r = c.rate(payload, ctx)
+    assert r.total(True) == r.total(False) == 32 * sum(t.numel() for t in upd.values())
+    assert r.position_bits == 0
+
+
+def test_topk_none_roundtrip_keeps_selected_entries():
+    upd = make_update()
+    c = build_compressor({"quantizer": "none", "topk": 0.3, "min_entries": 0})
+    out = c.decompress(*c.compress(upd))
+    masks = TopK(0.3).select(upd)
+    for n, t in upd.items():
+        assert torch.equal(out[n], torch.where(masks[n], t, torch.zeros_like(t)))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"quantizer": "uniform", "rate": 3, "topk": 0.452},
+        {"quantizer": "uniform", "rate": 3, "topk": 0.452, "slip": True},
+        {"quantizer": "lloyd", "family": "norm", "rate": 4, "M": 1, "topk": 0.452},
+        {"quantizer": "lloyd", "family": "gennorm", "rate": 2, "M": 2, "topk": 0.452},
+        {"quantizer": "float16", "topk": 0.2},
+        {"quantizer": "gaussian_channel", "rate": 4, "topk": 0.452},
+        {"quantizer": "lloyd", "family": "dweibull", "rate": 3, "M": 0},
+    ],
+)
+def test_rate_accounting_adds_up(spec):
+    upd = make_update(1)
+    c = build_compressor(spec)
+    payload, ctx = c.compress(upd)
+    out = c.decompress(payload, ctx)
+    per = c.rate_per_tensor(payload, ctx)
+    total = c.rate(payload, ctx)
+    assert total == RateBreakdown.sum(per.values())
+    for coded in (True, False):
+        assert total.total(coded) == sum(r.total(coded) for r in per.values())
+    assert total.total(True) == (
+        total.payload_huffman_bits
+        + total.huffman_side_bits
+        + total.position_bits
+        + total.side_bits
+        + total.raw_bits
+    )
+    assert total.total(False) == (
+        total.payload_fixed_bits + total.position_bits + total.side_bits + total.raw_bits
+    )
+    assert total.n_entries == sum(t.numel() for t in upd.values())
+    for name, p in payload.items():
+        n_sent = p.quantized.n
+        if p.raw:  # small tensors: 32 bits per sent entry, nothing else but positions
+            assert per[name].raw_bits == 32 * n_sent and per[name].payload_fixed_bits == 0
+        if p.positions is not None:
+            pos = p.positions.numpy()
+            gaps = 32 + elias_gamma_bits(np.diff(pos, prepend=-1))
+            assert p.position_bits == 2 + min(ctx[name].numel, gaps)
+        if p.bitstream is not None:
+            idx = p.quantized.indices.numpy()
+            assert len(p.bitstream) == per[name].payload_huffman_bits
+            counts = np.bincount(idx, minlength=p.code.n_symbols)
+            assert len(p.bitstream) == p.code.charged_bits(counts)
+            np.testing.assert_array_equal(p.code.decode(p.bitstream, n_sent), idx)
+            assert per[name].huffman_side_bits == p.code.side_info_bits()
+        assert out[name].shape == upd[name].shape
+
+
+def test_position_code_picks_the_smaller():
+    numel = 10_000
+    sparse = np.array([5, 900, 4000])
+    bits, method = position_code_bits(sparse, numel)
+    assert method == "gaps" and bits == 2 + 32 + elias_gamma_bits([6, 895, 3100])
+    dense = np.arange(0, numel, 2)
+    bits, method = position_code_bits(dense, numel)
+    assert method == "bitmap" and bits == 2 + numel
+    assert position_code_bits(np.arange(numel), numel) == (2, "dense")
+
+
+def test_elias_gamma_lengths():
+    assert elias_gamma_bits([1, 2, 3, 4, 7, 8]) == 1 + 3 + 3 + 5 + 5 + 7
+    with pytest.raises(ValueError):
+        elias_gamma_bits([0])
+
+
+@pytest.mark.parametrize(
+    "R, slip, n_levels, bits",
+    [(2, False, 4, 2), (2, True, 5, 3), (4, False, 16, 4), (4, True, 17, 5)],
+)
+def test_uniform_level_count(R, slip, n_levels, bits):
+    c = build_compressor({"quantizer": "uniform", "rate": R, "slip": slip, "min_entries": 10})
+    upd = {"w": torch.linspace(-1, 1, 1000)}
+    payload, ctx = c.compress(upd)
+    q = payload["w"].quantized
+    assert len(q.levels) == n_levels and q.value_bits == bits
+    assert q.levels[0] == -1.0 and q.levels[-1] == 1.0
+    assert c.rate(payload, ctx).payload_fixed_bits == 1000 * bits
+    assert c.rate(payload, ctx).side_bits == 64  # min and max
+
+
+def test_lloyd_uses_injected_fit_and_sends_parameters():
+    calls = []
+
+    def fake_fit(x, family, label=""):
+        calls.append((family, label, x.size))
+        return SimpleNamespace(family=family, params={"beta": 1.0, "loc": 0.0, "scale": 0.01})
+
+    upd = make_update(2)
+    c = build_compressor(
+        {"quantizer": "lloyd", "family": "gennorm", "rate": 3, "M": 2, "topk": 0.5}, fit_fn=fake_fit
+    )
+    payload, ctx = c.compress(upd)
+    assert sorted(label for _, label, _ in calls) == ["conv2.weight", "dense.weight"]
+    q = payload["dense.weight"].quantized
+    assert len(q.levels) == 8 and np.all(np.diff(q.levels) > 0)
+    assert c.rate_per_tensor(payload, ctx)["dense.weight"].side_bits == 3 * 32
+    out = c.decompress(payload, ctx)
+    sent = payload["dense.weight"].positions
+    assert set(np.unique(out["dense.weight"].reshape(-1)[sent].numpy())) <= set(
+        q.levels.astype(np.float32)
+    )
+
+
+def test_lloyd_with_real_fit_beats_uniform_on_weighted_distortion():
+    torch.manual_seed(3)
+    x = torch.distributions.Laplace(0.0, 1.0).sample((20_000,))
+    upd = {"w": x}
+    errs = {}
+    for name, spec in {
+        "lloyd": {"quantizer": "lloyd", "family": "gennorm", "M": 2},
+        "uniform": {"quantizer": "uniform"},
+    }.items():
+        c = build_compressor({**spec, "rate": 3})
+        out = c.decompress(*c.compress(upd))
+        errs[name] = m_weighted_distortion(x, out["w"], 2)
+    assert errs["lloyd"] < errs["uniform"]
+
+
+def test_lloyd_slip_differs_from_converged():
+    torch.manual_seed(5)
+    x = {"w": torch.distributions.Laplace(0.0, 1.0).sample((5000,))}
+    lv = {}
+    for slip in (False, True):
+        c = build_compressor(
+            {"quantizer": "lloyd", "family": "norm", "rate": 3, "M": 2, "slip": slip}
+        )
+        lv[slip] = c.compress(x)[0]["w"].quantized.levels
+    assert not np.allclose(lv[False], lv[True])
+
+
+def test_lloyd_falls_back_on_constant_values():
+    q = LloydQuantizer(2, "gennorm", 0)
+    out = q.encode(torch.full((2000,), 0.5))
+    assert out.n == 2000 and np.all(out.levels == 0.5)
+
+
+def test_float16_and_gaussian_channel():
+    upd = {"w": torch.randn(4000, generator=torch.Generator().manual_seed(4))}
+    c = build_compressor({"quantizer": "float16"})
+    out = c.decompress(*c.compress(upd))
+    assert torch.equal(out["w"], upd["w"].half().float())
+    c = build_compressor({"quantizer": "gaussian_channel", "rate": 3, "seed": 7})
+    payload, ctx = c.compress(upd)
+    err = (c.decompress(payload, ctx)["w"] - upd["w"]).double()
+    assert err.std().item() == pytest.approx(upd["w"].std().item() * 2**-3, rel=0.05)
+    r = c.rate(payload, ctx)
+    assert r.payload_fixed_bits == r.payload_huffman_bits == 3 * 4000 and r.side_bits == 64
+
+
+def test_error_feedback_memory_accumulates_residuals():
+    mem = ResidualMemory()
+    t1, t2 = torch.tensor([1.0, 2.0]), torch.tensor([0.5, 0.5])
+    comp = mem.compensate(t1, "w")
+    assert torch.equal(comp, t1)
+    mem.update(comp, "w", torch.tensor([1.0, 0.0]))
+    assert torch.equal(mem.residuals["w"], torch.tensor([0.0, 2.0]))
+    comp = mem.compensate(t2, "w")
+    assert torch.equal(comp, torch.tensor([0.5, 2.5]))
+    half = ResidualMemory(decay=0.5)
+    half.residuals["w"] = torch.tensor([2.0, 2.0])
+    assert torch.equal(half.compensate(t2, "w"), torch.tensor([1.5, 1.5]))
+
+
+def test_error_feedback_in_update_compressor_telescopes():
+    # with decay 1: sum of sent updates + final residual == sum of true updates
+    c = build_compressor(
+        {"quantizer": "uniform", "rate": 2, "topk": 0.1, "min_entries": 100, "error_feedback": True}
+    )
+    true_sum, sent_sum = None, None
+    for seed in range(3):
+        upd = make_update(seed)
+        out = c.decompress(*c.compress(upd))
+        true_sum = upd if true_sum is None else {n: true_sum[n] + upd[n] for n in upd}
+        sent_sum = out if sent_sum is None else {n: sent_sum[n] + out[n] for n in out}
+    for n in true_sum:
+        torch.testing.assert_close(
+            sent_sum[n] + c.memory.residuals[n], true_sum[n], rtol=0, atol=1e-6
+        )
+    assert any(r.abs().sum() > 0 for r in c.memory.residuals.values())
+
+
+@pytest.mark.parametrize(
+    "spec, key",
+    [
+        ({"quantizer": "lloyd", "family": "gennorm", "rate": 4, "topK": 0.4}, "topK"),
+        ({"quantizer": "zip"}, "quantizer"),
+        ({"rate": 4}, "quantizer"),
+        ({"quantizer": "lloyd", "rate": 4}, "family"),
+        ({"quantizer": "lloyd", "family": "cauchy", "rate": 4}, "family"),
+        ({"quantizer": "uniform", "family": "gennorm", "rate": 4}, "family"),
+        ({"quantizer": "uniform"}, "rate"),
+        ({"quantizer": "uniform", "rate": 2.5}, "rate"),
+        ({"quantizer": "float16", "rate": 8}, "rate"),
+        ({"quantizer": "lloyd", "family": "norm", "rate": 4, "M": -1}, "M"),
+        ({"quantizer": "uniform", "rate": 4, "M": 2}, "M"),
+        ({"quantizer": "uniform", "rate": 4, "topk": 1.5}, "topk"),
+        ({"quantizer": "uniform", "rate": 4, "topk_budget_percent": -3}, "topk_budget_percent"),
+        ({"quantizer": "uniform", "rate": 4, "min_entries": -1}, "min_entries"),
+        ({"quantizer": "uniform", "rate": 4, "error_feedback": "yes"}, "error_feedback"),
+        ({"quantizer": "uniform", "rate": 4, "memory_decay": 2}, "memory_decay"),
+        ({"quantizer": "uniform", "rate": 4, "slip": 1}, "slip"),
+    ],
+)
+def test_bad_spec_names_the_key(spec, key):
+    with pytest.raises(ValueError, match=f"'{key}'"):
+        build_compressor(spec)
+
+
+def test_workflow_spec_is_accepted():
+    spec = {
+        "name": "gennorm",
+        "quantizer": "lloyd",
+        "family": "gennorm",
+        "rate": 4,
+        "M": 2,
+        "topk": 0.452,
+        "topk_budget_percent": None,
+        "min_entries": 1000,
+        "error_feedback": False,
+        "memory_decay": 1.0,
+        "slip": False,
+    }
+    c = build_compressor(spec)
+    assert isinstance(c, UpdateCompressor) and c.topk.fraction == 0.452 and c.memory is None
+    none = build_compressor(
+        {
+            **spec,
+            "quantizer": "none",
+            "family": None,
+            "rate": 32,
+            "M": 0,
+            "topk_budget_percent": 160,
+        }
+    )
+    assert none.topk.fraction == pytest.approx(160 / 3200)
+    assert isinstance(none.quantize, Quantize) and none.quantize.min_entries == 1000
+
+
+def test_m_weighted_distortion():
+    x = torch.tensor([1.0, -2.0, 0.0])
+    x_hat = torch.tensor([0.0, -1.0, 5.0])
+    assert m_weighted_distortion(x, x_hat, 0) == pytest.approx((1 + 1 + 25) / 3)
+    assert m_weighted_distortion(x, x_hat, 2) == pytest.approx((1 + 4) / 3)
+    assert m_weighted_distortion(np.array([2.0]), np.array([1.0]), 1) == pytest.approx(2.0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("quantizer", ["uniform", "lloyd", "gaussian_channel", "float16"])
+def test_update_compressor_on_cuda(quantizer):
+    upd = {n: t.cuda() for n, t in make_update(6).items()}
+    spec = {"quantizer": quantizer, "topk": 0.452, "error_feedback": True}
+    if quantizer != "float16":
+        spec["rate"] = 3
+    if quantizer == "lloyd":
+        spec.update(family="gennorm", M=2)
+    c = build_compressor(spec)
+    payload, ctx = c.compress(upd)
+    out = c.decompress(payload, ctx)
+    cpu = build_compressor(spec)
+    out_cpu = cpu.decompress(*cpu.compress({n: t.cpu() for n, t in upd.items()}))
+    for n, t in upd.items():
+        assert out[n].device == t.device and out[n].shape == t.shape
+        if quantizer != "gaussian_channel":
+            torch.testing.assert_close(out[n].cpu(), out_cpu[n], rtol=0, atol=1e-6)

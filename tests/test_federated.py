@@ -1,0 +1,279 @@
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from gradcomp import models
+from gradcomp.data import Cifar10
+from gradcomp.federated import (
+    RATE_FIELDS,
+    ROUND_COLUMNS,
+    UPLINK_COLUMNS,
+    FederatedSettings,
+    SequentialExecutor,
+    per_bit_accuracy,
+    read_histograms,
+    run_federated,
+    save_histograms,
+    split_users,
+    write_rounds,
+)
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def data() -> Cifar10:
+    """200 train / 50 test images whose mean colour depends on the label."""
+    gen = torch.Generator().manual_seed(0)
+
+    def split(n: int):
+        labels = torch.arange(n) % 10
+        base = (labels.float() * 25).view(-1, 1, 1, 1)
+        noise = torch.randint(0, 40, (n, 3, 32, 32), generator=gen).float()
+        return (base + noise).clamp(0, 255).to(torch.uint8), labels
+
+    return Cifar10(*split(200), *split(50), "synthetic")
+
+
+class TinyBN(nn.Module):
+    """A few-parameter model with BatchNorm (float and integer buffers) and dropout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 4, stride=4)
+        self.bn = nn.BatchNorm2d(4)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.bn(self.conv(x))).mean((2, 3))
+        return self.fc(self.drop(x))
+
+
+@pytest.fixture
+def tinybn(monkeypatch) -> str:
+    monkeypatch.setitem(models.MODELS, "tinybn", TinyBN)
+    return "tinybn"
+
+
+@dataclass
+class Rate:
+    payload_fixed_bits: int = 0
+    payload_huffman_bits: int = 0
+    position_bits: int = 0
+    side_bits: int = 0
+    raw_bits: int = 0
+    n_entries: int = 0
+
+    def total(self, coded: bool) -> int:
+        payload = self.payload_huffman_bits if coded else self.payload_fixed_bits
+        return payload + self.position_bits + self.side_bits + self.raw_bits
+
+
+class IdentityCompressor:
+    """Sends the update unchanged; made-up but user- and round-dependent bit counts."""
+
+    def __init__(self, user: int) -> None:
+        self.user = user
+        self.calls = 0
+        self.received: list[dict[str, torch.Tensor]] = []
+
+    def compress(self, update):
+        self.calls += 1
+        self.received.append({k: v.clone() for k, v in update.items()})
+        return {k: v.clone() for k, v in update.items()}, self.calls
+
+    def decompress(self, payload, ctx):
+        return {k: v.clone() for k, v in payload.items()}
+
+    def rate(self, payload, ctx):
+        n = sum(v.numel() for v in payload.values())
+        return Rate(
+            payload_fixed_bits=4 * n,
+            payload_huffman_bits=3 * n,
+            position_bits=n,
+            side_bits=100 * (self.user + 1) + ctx,
+            raw_bits=32 * len(payload),
+            n_entries=n,
+        )
+
+
+class RecordingExecutor(SequentialExecutor):
+    def __init__(self) -> None:
+        self.calls: list[tuple[list, list]] = []
+
+    def map(self, fn, items):
+        items = list(items)
+        out = super().map(fn, items)
+        self.calls.append((items, out))
+        return out
+
+
+def settings(model: str = "mlp", **kw) -> FederatedSettings:
+    base = dict(
+        model=model, seed=3, n_users=2, rounds=2, local_epochs=2, batch_size=16, lr=1e-3,
+        histogram_tensors=(), eval_batch_size=64,
+    )  # fmt: skip
+    return FederatedSettings(**{**base, **kw})
+
+
+def test_split_users_contiguous_disjoint_exact() -> None:
+    users = split_users(50_000, 2, seed=0)
+    assert [(u.n_train, len(u.val_idx)) for u in users] == [(18_750, 6_250)] * 2
+    users = split_users(200, 3, validation_fraction=0.25, seed=1)
+    blocks = [(0, 66), (66, 133), (133, 200)]
+    seen = []
+    for u, (lo, hi) in zip(users, blocks, strict=True):
+        both = torch.cat([u.train_idx, u.val_idx])
+        assert torch.equal(torch.sort(both).values, torch.arange(lo, hi))
+        assert len(u.val_idx) == math.floor(0.25 * (hi - lo) + 0.5)
+        assert u.train_idx.dtype == torch.int64
+        seen.append(both)
+    assert len(torch.unique(torch.cat(seen))) == 200
+    again = split_users(200, 3, validation_fraction=0.25, seed=1)
+    other = split_users(200, 3, validation_fraction=0.25, seed=2)
+    assert all(torch.equal(a.val_idx, b.val_idx) for a, b in zip(users, again, strict=True))
+    assert not torch.equal(users[0].val_idx, other[0].val_idx)
+    with pytest.raises(ValueError, match="no training images"):
+        split_users(3, 3, validation_fraction=0.5, seed=0)
+
+
+def test_identity_aggregation_is_fedavg_of_local_states(data, tinybn) -> None:
+    executor = RecordingExecutor()
+    comps: list[IdentityCompressor] = []
+
+    def make(u):
+        comps.append(IdentityCompressor(u))
+        return comps[-1]
+
+    s = settings(tinybn, rounds=2)
+    result = run_federated(data, s, make, executor=executor)
+    assert len(executor.calls) == 2
+    globals_seen = [tasks[0].global_state for tasks, _ in executor.calls] + [result.final_state]
+    for r, (_, outcomes) in enumerate(executor.calls):
+        w_c, w_next = globals_seen[r], globals_seen[r + 1]
+        n = [o.n_train for o in outcomes]
+        assert n == [75, 75]
+        for name, g in w_c.items():
+            if not g.is_floating_point():  # num_batches_tracked: from the global model
+                assert torch.equal(w_next[name], g)
+                assert name not in comps[0].received[r]
+                continue
+            expected = g.double() + sum(
+                (nu / sum(n)) * (o.state[name].double() - g.double())
+                for nu, o in zip(n, outcomes, strict=True)
+            )
+            torch.testing.assert_close(w_next[name].double(), expected, rtol=0, atol=1e-6)
+            # The compressor saw the raw update of every float entry, BN statistics too.
+            sent = comps[1].received[r][name]
+            torch.testing.assert_close(sent, outcomes[1].state[name] - g, rtol=0, atol=0)
+        assert "bn.running_mean" in comps[0].received[r]
+        assert not torch.equal(w_next["bn.running_var"], w_c["bn.running_var"])
+    assert [row["round"] for row in result.rounds] == [0, 1, 2]
+    assert all(0.0 <= row["val_acc"] <= 1.0 for row in result.rounds[1:])
+
+
+def test_uplink_bits_per_user_and_round(data, tmp_path: Path) -> None:
+    s = settings(rounds=3, local_epochs=1, validate_users=False)
+    result = run_federated(data, s, IdentityCompressor)
+    n = sum(p.numel() for p in models.build_model("mlp").parameters())
+    assert [(r["round"], r["user"]) for r in result.uplink] == [
+        (t, u) for t in (1, 2, 3) for u in (0, 1)
+    ]
+    for row in result.uplink:
+        assert set(row) == set(UPLINK_COLUMNS)
+        assert row["n_entries"] == n and row["raw_bits"] == 32 * 4
+        assert row["side_bits"] == 100 * (row["user"] + 1) + row["round"]
+        rest = n + row["side_bits"] + 32 * 4
+        assert row["bits_coded"] == 3 * n + rest and row["bits_fixed"] == 4 * n + rest
+    cum = {"coded": 0, "fixed": 0}
+    assert result.rounds[0]["cumulative_bits_coded"] == 0
+    for row in result.rounds[1:]:
+        for kind in cum:
+            this = sum(u[f"bits_{kind}"] for u in result.uplink if u["round"] == row["round"])
+            cum[kind] += this
+            assert row[f"bits_{kind}"] == this
+            assert row[f"cumulative_bits_{kind}"] == cum[kind]
+        assert math.isnan(row["val_acc"])
+    write_rounds(result, tmp_path / "rounds.tsv", tmp_path / "uplink.tsv")
+    lines = (tmp_path / "uplink.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == list(UPLINK_COLUMNS) and len(lines) == 7
+    assert set(RATE_FIELDS) <= set(UPLINK_COLUMNS)
+    lines = (tmp_path / "rounds.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == list(ROUND_COLUMNS) and len(lines) == 5
+
+
+def test_per_bit_accuracy_formula() -> None:
+    rows = [
+        {"round": 2, "test_acc": 0.40, "cumulative_bits_coded": 300, "cumulative_bits_fixed": 400},
+        {"round": 0, "test_acc": 0.10, "cumulative_bits_coded": 0, "cumulative_bits_fixed": 0},
+        {"round": 1, "test_acc": 0.30, "cumulative_bits_coded": 100, "cumulative_bits_fixed": 200},
+    ]
+    df = per_bit_accuracy(rows)
+    assert df["round"].tolist() == [0, 1, 2]
+    assert math.isnan(df["per_bit_acc_coded"][0]) and math.isnan(df["per_bit_acc_fixed"][0])
+    assert df["per_bit_acc_coded"][1:].tolist() == pytest.approx([0.2 / 100, 0.3 / 300])
+    assert df["per_bit_acc_fixed"][1:].tolist() == pytest.approx([0.2 / 200, 0.3 / 400])
+    with pytest.raises(ValueError, match="round-0"):
+        per_bit_accuracy(rows[:1])
+
+
+def test_same_seed_same_results(data, tinybn) -> None:
+    s = settings(tinybn, augment=True)
+    rng_before = torch.get_rng_state()
+    a = run_federated(data, s, IdentityCompressor)
+    assert torch.equal(torch.get_rng_state(), rng_before)
+    b = run_federated(data, s, IdentityCompressor)
+
+    def strip(rows):  # NaN != NaN: compare the repr of each value
+        return [{k: repr(v) for k, v in r.items() if k != "seconds"} for r in rows]
+
+    assert strip(a.rounds) == strip(b.rounds)
+    assert a.uplink == b.uplink
+    assert a.final_state.keys() == b.final_state.keys()
+    assert all(torch.equal(a.final_state[k], b.final_state[k]) for k in a.final_state)
+    c = run_federated(data, settings(tinybn, augment=True, seed=4), IdentityCompressor)
+    assert not torch.equal(a.final_state["fc.weight"], c.final_state["fc.weight"])
+
+
+def test_histograms_for_existing_names(data, tmp_path: Path) -> None:
+    comps: list[IdentityCompressor] = []
+
+    def make(u):
+        comps.append(IdentityCompressor(u))
+        return comps[-1]
+
+    s = settings(histogram_tensors=("fc1.weight", "conv2.weight", "fc2.bias"), local_epochs=1)
+    with pytest.warns(UserWarning, match="conv2.weight"):
+        result = run_federated(data, s, make)
+    assert list(result.histograms) == ["before", "after"]
+    assert list(result.histograms["before"]) == ["fc1.weight", "fc2.bias"]
+    last_update = comps[0].received[-1]
+    for name in ("fc1.weight", "fc2.bias"):
+        before, after = result.histograms["before"][name], result.histograms["after"][name]
+        assert torch.equal(before, last_update[name]) and torch.equal(after, before)
+    path = tmp_path / "h" / "hist.safetensors"
+    save_histograms(result, path)
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
+    back = read_histograms(path)
+    assert list(back["after"]) == ["fc1.weight", "fc2.bias"]
+    assert torch.equal(back["before"]["fc1.weight"], result.histograms["before"]["fc1.weight"])
+
+
+def test_with_library_none_compressor(data) -> None:
+    compressors = pytest.importorskip("gradcomp.compressors")
+    config = {"name": "none", "quantizer": "none"}
+    result = run_federated(
+        data,
+        settings(rounds=1, local_epochs=1),
+        lambda u: compressors.build_compressor(config),
+    )
+    (row,) = (r for r in result.rounds if r["round"] == 1)
+    assert row["cumulative_bits_coded"] > 0
+    assert result.rounds[1]["test_acc"] >= 0.0

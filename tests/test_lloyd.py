@@ -1,0 +1,172 @@
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, stats
+
+from gradcomp.lloyd import (
+    LevelQuantizer,
+    SymmetricLaw,
+    expected_distortion,
+    lloyd_design,
+    partial_moments,
+    reference_partial_moments_quad,
+    uniform_minmax_levels,
+)
+
+NORM = {"loc": 0.0, "scale": 1.0}
+LAWS = [
+    ("norm", {"loc": 0.0, "scale": 1.7}),
+    ("laplace", {"loc": 0.0, "scale": 0.5}),
+    ("gennorm", {"beta": 0.8, "loc": 0.0, "scale": 2.0}),
+    ("gennorm", {"beta": 2.5, "loc": 0.0, "scale": 1.0}),
+    ("dweibull", {"c": 0.7, "loc": 0.0, "scale": 1.3}),
+    ("dweibull", {"c": 1.6, "loc": 0.0, "scale": 1.0}),
+]
+
+
+@pytest.mark.parametrize(
+    "n_levels, levels, mse",
+    [
+        (2, [0.7979], 0.3634),
+        (4, [0.4528, 1.510], 0.1175),
+        (8, [0.2451, 0.7560, 1.344, 2.152], 0.03455),
+    ],
+)
+def test_gaussian_m0_reproduces_lloyd_max(n_levels, levels, mse):
+    res = lloyd_design("norm", NORM, n_levels, 0)
+    assert res.converged
+    np.testing.assert_allclose(res.levels[n_levels // 2 :], levels, atol=6e-4)
+    assert res.distortion == pytest.approx(mse, abs=6e-5)
+
+
+def test_scale_and_location_equivariance():
+    base = lloyd_design("gennorm", {"beta": 0.9, "scale": 1.0}, 8, 2)
+    moved = lloyd_design("gennorm", {"beta": 0.9, "loc": 0.3, "scale": 0.01}, 8, 2)
+    np.testing.assert_allclose(moved.levels, 0.3 + 0.01 * base.levels, rtol=1e-12, atol=1e-15)
+    assert moved.distortion == pytest.approx(base.distortion * 0.01**4, rel=1e-10)
+
+
+@pytest.mark.parametrize("family, params", LAWS)
+@pytest.mark.parametrize("M", [0, 1, 2])
+def test_levels_sorted_symmetric_and_monotone_history(family, params, M):
+    res = lloyd_design(family, params, 8, M)
+    assert res.levels.shape == (8,) and res.thresholds.shape == (7,)
+    assert np.all(np.diff(res.levels) > 0)
+    np.testing.assert_allclose(res.levels, -res.levels[::-1], atol=1e-12 * res.levels[-1])
+    np.testing.assert_allclose(res.thresholds, 0.5 * (res.levels[1:] + res.levels[:-1]))
+    assert res.converged and len(res.history) == res.n_iter + 1
+    # Lloyd steps never increase the distortion (up to round-off)
+    assert np.all(np.diff(res.history) <= 1e-12 * res.history[0])
+    assert res.distortion == pytest.approx(
+        expected_distortion(family, params, res.levels, M), rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("init", ["companding", "tilted", "uniform"])
+def test_inits_reach_the_same_quantizer_for_gaussian(init):
+    ref = lloyd_design("norm", NORM, 8, 1)
+    res = lloyd_design("norm", NORM, 8, 1, init=init)
+    np.testing.assert_allclose(res.levels, ref.levels, rtol=1e-9)
+
+
+def test_one_iteration_slip_returns_after_first_update():
+    full = lloyd_design("gennorm", {"beta": 0.8, "scale": 1.0}, 16, 2, init="uniform")
+    slip = lloyd_design(
+        "gennorm", {"beta": 0.8, "scale": 1.0}, 16, 2, init="uniform", one_iteration=True
+    )
+    assert slip.n_iter == 1 and not slip.converged and len(slip.history) == 2
+    np.testing.assert_allclose(slip.history, full.history[:2])
+    assert slip.distortion > full.distortion
+
+
+def test_gennorm_m2_spreads_levels_wider():
+    params = {"beta": 0.8, "loc": 0.0, "scale": 1.0}
+    m0 = lloyd_design("gennorm", params, 16, 0)
+    m2 = lloyd_design("gennorm", params, 16, 2)
+    assert m2.levels[-1] > m0.levels[-1]
+    assert np.all(np.abs(m2.levels) > np.abs(m0.levels))
+
+
+@pytest.mark.parametrize("family, params", LAWS)
+@pytest.mark.parametrize("M", [0, 1.5, 3])
+def test_partial_moments_match_quad(family, params, M):
+    law = SymmetricLaw.from_family(family, params)
+    a = np.array([-np.inf, -3.0, -1.0, -0.2, 0.0, 0.5, 2.0, -np.inf])
+    b = np.array([-3.0, 1.0, -0.2, 0.7, 0.5, 2.0, np.inf, np.inf])
+    closed = law.cell_moments(a, b, M)
+    quad = reference_partial_moments_quad(law, a, b, M)
+    np.testing.assert_allclose(closed, quad, rtol=1e-9, atol=1e-13)
+    # the law is a density: total mass 1, and it matches scipy's pdf
+    assert law.cell_moments(-np.inf, np.inf, 0.0, orders=(0,))[0] == pytest.approx(1.0)
+    x = np.linspace(-3, 3, 7) + 0.1
+    np.testing.assert_allclose(law.pdf(x), getattr(stats, family)(**params).pdf(x), rtol=1e-12)
+
+
+def test_partial_moments_with_location():
+    params = {"beta": 1.3, "loc": 0.4, "scale": 0.7}
+    f = stats.gennorm(**params).pdf
+    got = partial_moments("gennorm", params, -0.5, 1.5, 2, order=1)
+    ref = integrate.quad(lambda x: (x - 0.4) * abs(x - 0.4) ** 2 * f(x), -0.5, 1.5, points=[0.4])[0]
+    assert got == pytest.approx(ref, rel=1e-10)
+
+
+def test_expected_distortion_matches_monte_carlo():
+    params = {"beta": 1.2, "loc": 0.0, "scale": 1.0}
+    levels = np.array([-2.0, -0.5, 0.3, 1.7])
+    x = stats.gennorm(**params).rvs(size=400_000, random_state=np.random.default_rng(1))
+    q = LevelQuantizer.from_levels(levels)
+    _, xq = q.quantize(x)
+    mc = np.mean(np.abs(x) ** 2 * (x - xq) ** 2)
+    assert expected_distortion("gennorm", params, levels, 2) == pytest.approx(mc, rel=0.02)
+
+
+def test_zero_mass_cells_do_not_produce_nan():
+    # levels far in the tail: their cells have (numerically) zero weighted mass
+    init = np.array([-1.0, 0.0, 1.0, 60.0, 70.0])
+    res = lloyd_design("norm", NORM, 5, 0, init=init, max_iter=5)
+    assert np.all(np.isfinite(res.levels)) and np.all(np.isfinite(res.history))
+    assert np.all(np.diff(res.levels) >= 0)
+
+
+def test_single_level_and_bad_arguments():
+    res = lloyd_design("gennorm", {"beta": 1.0, "scale": 1.0}, 1, 2)
+    assert res.levels.shape == (1,) and res.thresholds.shape == (0,)
+    assert res.levels[0] == pytest.approx(0.0, abs=1e-15)
+    with pytest.raises(ValueError, match="family"):
+        lloyd_design("cauchy", {"scale": 1.0}, 4, 0)
+    with pytest.raises(ValueError, match="beta"):
+        lloyd_design("gennorm", {"scale": 1.0}, 4, 0)
+    with pytest.raises(ValueError, match="init"):
+        lloyd_design("norm", NORM, 4, 0, init="random")
+
+
+@pytest.mark.parametrize("R", [1, 2, 4])
+def test_uniform_minmax_level_counts(R):
+    lv = uniform_minmax_levels(-1.0, 3.0, R)
+    assert lv.shape == (2**R,) and lv[0] == -1.0 and lv[-1] == 3.0
+    np.testing.assert_allclose(np.diff(lv), 4.0 / (2**R - 1))
+    slip = uniform_minmax_levels(-1.0, 3.0, R, slip=True)
+    assert slip.shape == (2**R + 1,)
+    np.testing.assert_allclose(np.diff(slip), 4.0 / 2**R)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-100, 100), min_size=1, max_size=50))
+def test_level_quantizer_picks_nearest_level(xs):
+    q = LevelQuantizer.from_levels([-3.0, -1.0, 0.5, 2.0, 10.0])
+    x = np.array(xs)
+    idx, val = q.quantize(x)
+    dist = np.abs(x[:, None] - q.levels[None, :])
+    np.testing.assert_allclose(np.abs(x - val), dist.min(axis=1))
+    t_idx, t_val = q.quantize(torch.tensor(x))
+    np.testing.assert_array_equal(t_idx.numpy(), idx)
+    np.testing.assert_array_equal(t_val.numpy(), val)
+
+
+def test_quad_moments_option_gives_same_design():
+    fast = lloyd_design("gennorm", {"beta": 0.8, "scale": 1.0}, 4, 2, tol=1e-10)
+    slow = lloyd_design("gennorm", {"beta": 0.8, "scale": 1.0}, 4, 2, tol=1e-10, moments="quad")
+    np.testing.assert_allclose(slow.levels, fast.levels, rtol=1e-8)
+    assert slow.n_iter == fast.n_iter

@@ -1,0 +1,140 @@
+# Paper Y: federated training with compressed updates, rate-distortion study, figures.
+
+
+rule federated:
+    input:
+        data=CIFAR10_CACHE,
+    output:
+        rounds=f"{LOSSY_RUN}/rounds.tsv",
+        uplink=f"{LOSSY_RUN}/uplink.tsv",
+        histograms=f"{LOSSY_RUN}/histograms.safetensors",
+    params:
+        settings=federated_settings,
+        spec=compressor_spec,
+    log:
+        "results/logs/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}.log",
+    threads: LOSSY["threads"]
+    resources:
+        mem_mb=rule_resource("federated", "mem_mb"),
+        runtime=rule_resource("federated", "runtime"),
+        gpu=rule_resource("federated", "gpu"),
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/federated.py"
+
+
+rule rate_distortion:
+    input:
+        histograms=y4_histograms,
+    output:
+        rd=report(
+            "results/lossy/{model}/rate_distortion.tsv",
+            caption="../report/Y5.rst",
+            category="Paper Y",
+            subcategory="{model}",
+        ),
+    params:
+        tensor=FIGURES["y5_tensor"],
+        rates=FIGURES["y5_rates"],
+        Ms=sorted({m for _, _, m in COMPRESSOR_VARIANTS} | {0}),
+        topk=LOSSY["topk"],
+        slip=LOSSY["slip"],
+    log:
+        "results/logs/lossy/{model}/rate_distortion.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/rate_distortion.py"
+
+
+rule figures_Y1_Y3:
+    input:
+        rounds=lambda wc: lossy_run_files(wc.model, "rounds.tsv"),
+        uplink=lambda wc: lossy_run_files(wc.model, "uplink.tsv"),
+        summary=CIFAR10_SUMMARY,
+    params:
+        quantizers={name: spec["quantizer"] for name, spec in COMPRESSORS.items()},
+    output:
+        y1=report("results/figures/Y1_{model}.png", caption="../report/Y1.rst", category="Paper Y", subcategory="{model}"),
+        y1_pdf="results/figures/Y1_{model}.pdf",
+        y2=report("results/figures/Y2_{model}.png", caption="../report/Y2.rst", category="Paper Y", subcategory="{model}"),
+        y2_pdf="results/figures/Y2_{model}.pdf",
+        y3=report("results/figures/Y3_{model}.png", caption="../report/Y3.rst", category="Paper Y", subcategory="{model}"),
+        y3_pdf="results/figures/Y3_{model}.pdf",
+    log:
+        "results/logs/figures/Y1_Y3_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figures_Y1_Y3.py"
+
+
+rule figure_Y4:
+    input:
+        histograms=y4_histograms,
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/Y4_{model}.png", caption="../report/Y4.rst", category="Paper Y", subcategory="{model}"),
+        pdf="results/figures/Y4_{model}.pdf",
+    params:
+        run=FIGURES["y4"],
+        bins=FIGURES["histogram_bins"],
+    log:
+        "results/logs/figures/Y4_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_Y4.py"
+
+
+rule figure_Y5:
+    input:
+        rd="results/lossy/{model}/rate_distortion.tsv",
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/Y5_{model}.png", caption="../report/Y5.rst", category="Paper Y", subcategory="{model}"),
+        pdf="results/figures/Y5_{model}.pdf",
+    log:
+        "results/logs/figures/Y5_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_Y5.py"
+
+
+rule table_T3:
+    input:
+        rounds=[f for model in LOSSY["models"] for f in lossy_run_files(model, "rounds.tsv")],
+        uplink=[f for model in LOSSY["models"] for f in lossy_run_files(model, "uplink.tsv")],
+    params:
+        quantizers={name: spec["quantizer"] for name, spec in COMPRESSORS.items()},
+    output:
+        tsv=report("results/tables/T3.tsv", caption="../report/T3.rst", category="Paper Y", subcategory="tables"),
+        md="results/tables/T3.md",
+    log:
+        "results/logs/tables/T3.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/table_t3.py"

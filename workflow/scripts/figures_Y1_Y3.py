@@ -1,0 +1,17 @@
+"""Snakemake script: figures Y1 (accuracy/round), Y2 (accuracy/bits), Y3 (per-bit accuracy vs M)."""
+
+from gradcomp.figures import data_source_label
+from gradcomp.figures_lossy import figures_y1_y3
+from gradcomp.logutil import log_to_file
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+figures_y1_y3(
+    list(sm.input.rounds),
+    dict(sm.params.quantizers),
+    sm.output.y1,
+    sm.output.y2,
+    sm.output.y3,
+    model=sm.wildcards.model,
+    source=data_source_label(sm.input.summary),
+)
