@@ -13,7 +13,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from gradcomp.config import validate_config  # noqa: E402
 
 
-configfile: "config/config.yaml"
+# The CPU-scale defaults, found from any working directory; --configfile goes on top.
+configfile: Path(workflow.basedir) / "config/config.yaml"
 
 
 validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,62 @@ import torch
 from gradcomp.data import CLASSES, Cifar10
 
 REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
+
+# The whole study at toy size (mlp, 60 training images), on top of config/config.yaml.
+TINY_CONFIG = {
+    "data": {"train_subset": 60, "test_subset": 20},
+    "lossless": {
+        "models": ["mlp"],
+        "runs": 2,
+        "epochs": 2,
+        "threads": 1,
+        "batch_size": 16,
+        "fit": {"families": ["norm", "laplace", "gennorm"], "kinds": ["epoch_avg"]},
+    },
+    "lossy": {
+        "models": ["mlp"],
+        "rounds": 2,
+        "local_epochs": 1,
+        "batch_size": 16,
+        "compressors": [
+            {"name": "none", "quantizer": "none", "topk": 1.0},
+            {"name": "uniform", "quantizer": "uniform", "rates": [2]},
+            {
+                "name": "gennorm",
+                "quantizer": "lloyd",
+                "family": "gennorm",
+                "rates": [2],
+                "M": [0, 2],
+            },
+        ],
+        "histogram_tensors": ["fc1.weight", "fc2.weight"],
+    },
+    "figures": {
+        "y4": {"compressor": "gennorm", "rate": 2, "M": 2},
+        "y5_tensor": "fc1.weight",
+        "y5_rates": [1, 2],
+    },
+    "device": "cpu",
+}
+
+
+def run_snakemake(
+    workdir: Path, *args: str, targets=(), check: bool = True, timeout: float = 1800
+) -> subprocess.CompletedProcess:
+    """Run the workflow in ``workdir``; ``targets`` go first (``--configfile`` takes several
+    values and would swallow them). Raises AssertionError with the log tail on failure."""
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(workdir), *targets, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        cwd=workdir,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc
 
 
 def make_images(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -62,3 +62,18 @@ def test_unknown_key_is_reported(default_config: dict) -> None:
     default_config["lossless"]["epoks"] = 3
     with pytest.raises(ConfigError, match="'lossless.epoks': unknown key"):
         validate_config(default_config, SCHEMA)
+
+
+def test_strings_from_nested_command_line_values_are_converted(default_config: dict) -> None:
+    # snakemake --config figures='{histogram_bins: 40}' gives {'histogram_bins': '40'}
+    default_config["figures"] = {"histogram_bins": "40"}
+    default_config["lossless"]["lr"] = "0.05"
+    default_config["lossless"]["augment"] = "false"
+    validate_config(default_config, SCHEMA)
+    assert default_config["figures"]["histogram_bins"] == 40
+    assert (
+        default_config["lossless"]["lr"] == 0.05 and default_config["lossless"]["augment"] is False
+    )
+    default_config["lossless"]["epochs"] = "many"
+    with pytest.raises(ConfigError, match="'lossless.epochs'"):
+        validate_config(default_config, SCHEMA)

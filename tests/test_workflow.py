@@ -2,77 +2,27 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO, write_imagefolder_tree
+from conftest import TINY_CONFIG, run_snakemake, write_imagefolder_tree
 from gradcomp.dumps import read_dump
 
 pytestmark = pytest.mark.slow
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
-
-TINY = {
-    "data": {"train_subset": 60, "test_subset": 20},
-    "lossless": {
-        "models": ["mlp"],
-        "runs": 2,
-        "epochs": 2,
-        "threads": 1,
-        "batch_size": 16,
-        "fit": {"families": ["norm", "laplace", "gennorm"], "kinds": ["epoch_avg"]},
-    },
-    "lossy": {
-        "models": ["mlp"],
-        "rounds": 2,
-        "local_epochs": 1,
-        "batch_size": 16,
-        "compressors": [
-            {"name": "none", "quantizer": "none", "topk": 1.0},
-            {"name": "uniform", "quantizer": "uniform", "rates": [2]},
-            {
-                "name": "gennorm",
-                "quantizer": "lloyd",
-                "family": "gennorm",
-                "rates": [2],
-                "M": [0, 2],
-            },
-        ],
-        "histogram_tensors": ["fc1.weight", "fc2.weight"],
-    },
-    "figures": {
-        "y4": {"compressor": "gennorm", "rate": 2, "M": 2},
-        "y5_tensor": "fc1.weight",
-        "y5_rates": [1, 2],
-    },
-    "device": "cpu",
-}
-
 
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(workdir), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=workdir,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
-    return proc
+    return run_snakemake(workdir, *args, check=check)
 
 
 @pytest.fixture(scope="module")
 def tiny_workdir(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wf")
     tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=40)
-    config = {**TINY, "cifar10": str(tree)}
+    config = {**TINY_CONFIG, "cifar10": str(tree)}
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     snakemake(work, "--cores", "2", "--configfile", "tiny.yaml")
     return work
@@ -150,6 +100,65 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
 def test_rerun_with_nothing_changed_does_nothing(tiny_workdir: Path) -> None:
     proc = snakemake(tiny_workdir, "--cores", "1", "--configfile", "tiny.yaml", "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
+    """Rule names of the jobs a dry run lists (its "Job stats" table)."""
+    text = proc.stdout + proc.stderr
+    table = text[text.index("Job stats:") :].splitlines()[3:]
+    rules = set()
+    for line in table:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        rules.add(parts[0])
+    return rules
+
+
+FIGURE_RULES = {
+    "all", "figure_L1", "figure_L2", "figure_L3_L4", "figure_L5", "figures_Y1_Y3",
+    "figure_Y4", "figure_Y5", "table_T1", "table_T2", "table_T3",
+}  # fmt: skip
+
+
+def test_deleted_figures_rerun_only_plotting(tiny_workdir: Path) -> None:
+    figures = tiny_workdir / "results/figures"
+    aside = tiny_workdir / "figures-aside"
+    figures.rename(aside)
+    try:
+        proc = snakemake(tiny_workdir, "--cores", "1", "--configfile", "tiny.yaml", "-n")
+    finally:
+        aside.rename(figures)
+    rules = planned_rules(proc)
+    assert {"figure_L1", "figures_Y1_Y3", "figure_Y5"} <= rules
+    assert rules <= FIGURE_RULES
+
+
+def test_plot_option_reruns_only_plotting(tiny_workdir: Path) -> None:
+    proc = snakemake(
+        tiny_workdir,
+        "--cores",
+        "1",
+        "--configfile",
+        "tiny.yaml",
+        "-n",
+        "--config",
+        "figures={histogram_bins: 40}",
+    )
+    rules = planned_rules(proc)
+    assert "figure_L1" in rules and "figure_Y4" in rules
+    assert rules <= FIGURE_RULES
+
+
+def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
+    snakemake(tiny_workdir, "--cores", "1", "--configfile", "tiny.yaml", "--report", "report.zip")
+    import zipfile
+
+    names = "\n".join(zipfile.ZipFile(tiny_workdir / "report.zip").namelist())
+    for item in ("L1", "L2", "L3", "L4", "L5", "Y1", "Y2", "Y3", "Y4", "Y5"):
+        assert f"{item}_mlp.png" in names
+    for table in ("T1", "T2", "T3"):
+        assert f"{table}.tsv" in names
 
 
 def test_bad_config_stops_before_any_job(tiny_workdir: Path) -> None:

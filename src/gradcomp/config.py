@@ -44,10 +44,39 @@ def key_path(error) -> str:
     return ".".join(parts) or "<top level>"
 
 
+def _coerce_strings(config: dict[str, Any], validator) -> None:
+    """Turn strings into the numbers or booleans the schema asks for, in place.
+
+    Snakemake parses nested ``--config`` values (``--config figures='{histogram_bins: 40}'``)
+    with YAML's BaseLoader, which keeps every scalar a string.
+    """
+    changed = True
+    while changed:
+        changed = False
+        for err in validator.iter_errors(config):
+            path = err.absolute_path
+            if err.validator != "type" or not isinstance(err.instance, str) or not path:
+                continue
+            value = yaml.safe_load(err.instance)
+            if isinstance(value, str):
+                continue
+            node = config
+            *parents, last = path
+            for part in parents:
+                node = node[part]
+            node[last] = value
+            changed = True
+
+
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
-    """Validate ``config`` in place (filling defaults) and return it; raise :class:`ConfigError`."""
+    """Validate ``config`` in place (filling defaults) and return it; raise :class:`ConfigError`.
+
+    Strings that the schema wants as numbers or booleans are converted first
+    (see :func:`_coerce_strings`).
+    """
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = DefaultFillingValidator(schema)
+    _coerce_strings(config, validator)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = []

@@ -33,7 +33,8 @@ def run_identity(path: str | Path) -> dict[str, object]:
     match = RUN_PATTERN.search(Path(path).as_posix())
     if match is None:
         raise ValueError(
-            f"{path} is not a federated run's file (…/{{model}}/{{compressor}}/R{{r}}_M{{m}}/seed{{s}}/…)"
+            f"{path} is not a federated run's file "
+            "(.../{model}/{compressor}/R{rate}_M{m}/seed{seed}/...)"
         )
     ident = match.groupdict()
     return {**ident, "rate": int(ident["rate"]), "M": int(ident["M"]), "seed": int(ident["seed"])}
@@ -91,7 +92,8 @@ def figures_y1_y3(
     panels = _by_rate_panels(data)
     plots.plot_lines(
         panels, x="round", y="test_acc", hue="variant", col="panel", png_path=png_y1,
-        xlabel="round", ylabel="test accuracy", title=f"Y1 {model}: test accuracy per round{note}{src}",
+        xlabel="round", ylabel="test accuracy",
+        title=f"Y1 {model}: test accuracy per round{note}{src}",
     )  # fmt: skip
     sent = panels[panels["cumulative_bits_coded"] > 0]
     plots.plot_lines(

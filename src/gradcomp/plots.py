@@ -41,7 +41,7 @@ def save_figure(fig: plt.Figure, png_path: str | Path) -> None:
     fig.tight_layout()
     for path in (png, png.with_suffix(".pdf")):
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=130)
+            fig.savefig(tmp, dpi=130, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -171,6 +171,7 @@ def plot_metric_by_epoch(
         facet_kws={"sharey": False},
     )  # fmt: skip
     grid.set_axis_labels("epoch", ylabel)
+    grid.set_titles("{row_name} | {col_name}")
     if log_y:
         grid.set(yscale="log")
     grid.figure.suptitle(title, y=1.02)
@@ -241,6 +242,8 @@ def plot_lines(
             ref = reference if col is None else reference[reference[col] == name]
             ax.plot(ref[x], ref[y], color="k", lw=1.2, label="bound")
     grid.set_axis_labels(xlabel, ylabel)
+    if col:
+        grid.set_titles("{col_name}")
     if log_x:
         grid.set(xscale="log")
     if log_y:
