@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -9,6 +8,7 @@ import torch
 from torch import nn
 
 from gradcomp import models
+from gradcomp.compressors import RateBreakdown
 from gradcomp.data import Cifar10
 from gradcomp.federated import (
     RATE_FIELDS,
@@ -62,20 +62,6 @@ def tinybn(monkeypatch) -> str:
     return "tinybn"
 
 
-@dataclass
-class Rate:
-    payload_fixed_bits: int = 0
-    payload_huffman_bits: int = 0
-    position_bits: int = 0
-    side_bits: int = 0
-    raw_bits: int = 0
-    n_entries: int = 0
-
-    def total(self, coded: bool) -> int:
-        payload = self.payload_huffman_bits if coded else self.payload_fixed_bits
-        return payload + self.position_bits + self.side_bits + self.raw_bits
-
-
 class IdentityCompressor:
     """Sends the update unchanged; made-up but user- and round-dependent bit counts."""
 
@@ -94,13 +80,14 @@ class IdentityCompressor:
 
     def rate(self, payload, ctx):
         n = sum(v.numel() for v in payload.values())
-        return Rate(
+        return RateBreakdown(
             payload_fixed_bits=4 * n,
             payload_huffman_bits=3 * n,
             position_bits=n,
             side_bits=100 * (self.user + 1) + ctx,
             raw_bits=32 * len(payload),
             n_entries=n,
+            n_sent=n,
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,11 @@ pytestmark = pytest.mark.slow
 
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return run_snakemake(workdir, *args, check=check)
+
+
+def tiny(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """The tiny config again, one core, with extra arguments (e.g. -n)."""
+    return snakemake(workdir, "--cores", "1", "--configfile", "tiny.yaml", *args, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +92,10 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert rounds["round"].tolist() == [0, 1, 2]
     uplink = pd.read_csv(base / "gennorm/R2_M2/seed0/uplink.tsv", sep="\t")
     assert len(uplink) == 4 and (uplink["bits_coded"] > 0).all()
+    parts = ["position_bits", "side_bits", "raw_bits"]
+    coded = uplink[["payload_huffman_bits", "huffman_side_bits", *parts]].sum(axis=1)
+    assert (coded == uplink["bits_coded"]).all()
+    assert (uplink[["payload_fixed_bits", *parts]].sum(axis=1) == uplink["bits_fixed"]).all()
     assert rounds["cumulative_bits_coded"].iloc[-1] == uplink["bits_coded"].sum()
     dense = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
     assert dense["bits_fixed"].sum() > uplink["bits_fixed"].sum()
@@ -98,7 +108,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
 
 
 def test_rerun_with_nothing_changed_does_nothing(tiny_workdir: Path) -> None:
-    proc = snakemake(tiny_workdir, "--cores", "1", "--configfile", "tiny.yaml", "-n")
+    proc = tiny(tiny_workdir, "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
@@ -126,7 +136,7 @@ def test_deleted_figures_rerun_only_plotting(tiny_workdir: Path) -> None:
     aside = tiny_workdir / "figures-aside"
     figures.rename(aside)
     try:
-        proc = snakemake(tiny_workdir, "--cores", "1", "--configfile", "tiny.yaml", "-n")
+        proc = tiny(tiny_workdir, "-n")
     finally:
         aside.rename(figures)
     rules = planned_rules(proc)
@@ -135,25 +145,14 @@ def test_deleted_figures_rerun_only_plotting(tiny_workdir: Path) -> None:
 
 
 def test_plot_option_reruns_only_plotting(tiny_workdir: Path) -> None:
-    proc = snakemake(
-        tiny_workdir,
-        "--cores",
-        "1",
-        "--configfile",
-        "tiny.yaml",
-        "-n",
-        "--config",
-        "figures={histogram_bins: 40}",
-    )
+    proc = tiny(tiny_workdir, "-n", "--config", "figures={histogram_bins: 40}")
     rules = planned_rules(proc)
     assert "figure_L1" in rules and "figure_Y4" in rules
     assert rules <= FIGURE_RULES
 
 
 def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
-    snakemake(tiny_workdir, "--cores", "1", "--configfile", "tiny.yaml", "--report", "report.zip")
-    import zipfile
-
+    tiny(tiny_workdir, "--report", "report.zip")
     names = "\n".join(zipfile.ZipFile(tiny_workdir / "report.zip").namelist())
     for item in ("L1", "L2", "L3", "L4", "L5", "Y1", "Y2", "Y3", "Y4", "Y5"):
         assert f"{item}_mlp.png" in names
@@ -162,15 +161,6 @@ def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
 
 
 def test_bad_config_stops_before_any_job(tiny_workdir: Path) -> None:
-    proc = snakemake(
-        tiny_workdir,
-        "--cores",
-        "1",
-        "--configfile",
-        "tiny.yaml",
-        "--config",
-        "device=tpu",
-        check=False,
-    )
+    proc = tiny(tiny_workdir, "--config", "device=tpu", check=False)
     assert proc.returncode != 0
     assert "config key 'device'" in proc.stderr + proc.stdout

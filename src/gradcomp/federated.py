@@ -59,8 +59,8 @@ log = logging.getLogger(__name__)
 
 #: Integer fields of a rate breakdown, reported per user and round.
 RATE_FIELDS = (
-    "payload_fixed_bits", "payload_huffman_bits", "position_bits",
-    "side_bits", "raw_bits", "n_entries",
+    "payload_fixed_bits", "payload_huffman_bits", "huffman_side_bits", "position_bits",
+    "side_bits", "raw_bits", "n_entries", "n_sent",
 )  # fmt: skip
 #: Columns of :attr:`FederatedResult.uplink` (one row per user and round).
 UPLINK_COLUMNS = ("round", "user", "n_train", *RATE_FIELDS, "bits_coded", "bits_fixed")
@@ -88,10 +88,12 @@ class RateBreakdownLike(Protocol):
 
     payload_fixed_bits: int
     payload_huffman_bits: int
+    huffman_side_bits: int
     position_bits: int
     side_bits: int
     raw_bits: int
     n_entries: int
+    n_sent: int
 
     def total(self, coded: bool) -> int:
         """Total bits with the Huffman payload (``coded``) or the fixed-rate one."""

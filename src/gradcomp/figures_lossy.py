@@ -26,6 +26,7 @@ RUN_PATTERN = re.compile(
     r"(?P<model>[^/]+)/(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)/seed(?P<seed>\d+)/[^/]+$"
 )
 REFERENCE = ("none", "float16")
+BIT_FIELDS = tuple(f for f in RATE_FIELDS if f.endswith("_bits"))  # the parts of the uplink
 
 
 def run_identity(path: str | Path) -> dict[str, object]:
@@ -192,7 +193,7 @@ def t3_table(
     parts = []
     for path in uplink_tsvs:
         uplink = pd.read_csv(path, sep="\t")
-        totals = uplink[[f for f in RATE_FIELDS if f != "n_entries"]].sum()
+        totals = uplink[list(BIT_FIELDS)].sum()
         parts.append({**run_identity(path), **totals.to_dict()})
     merged = final.merge(pd.DataFrame(parts), on=["model", "compressor", "rate", "M", "seed"])
     metrics = [
