@@ -99,6 +99,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert rounds["cumulative_bits_coded"].iloc[-1] == uplink["bits_coded"].sum()
     dense = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
     assert dense["bits_fixed"].sum() > uplink["bits_fixed"].sum()
+    assert (dense["position_bits"] == 0).all()  # topk 1.0: sent dense, no positions
     for fig in ("Y1", "Y2", "Y3", "Y4", "Y5"):
         assert (tiny_workdir / f"results/figures/{fig}_mlp.png").stat().st_size > 1000
     t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")

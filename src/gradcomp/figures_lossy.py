@@ -200,7 +200,7 @@ def t3_table(
         "test_acc",
         "cumulative_bits_coded",
         "cumulative_bits_fixed",
-        *[f for f in RATE_FIELDS if f != "n_entries"],
+        *BIT_FIELDS,
         "per_bit_acc_coded",
         "per_bit_acc_fixed",
     ]

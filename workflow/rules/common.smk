@@ -159,16 +159,15 @@ def lossy_run_files(model, name):
 def compressor_spec(wildcards):
     """The gradcomp.compressors.build_compressor spec of one federated run."""
     spec = COMPRESSORS[wildcards.compressor]
-    quantizer = spec["quantizer"]
-    rate = int(wildcards.rate)
+    dense = spec.get("topk") == 1.0  # keep everything: no top-K, no positions to send
     return {
         "name": wildcards.compressor,
-        "quantizer": quantizer,
+        "quantizer": spec["quantizer"],
         "family": spec.get("family"),
-        "rate": rate,
+        "rate": int(wildcards.rate),
         "M": int(wildcards.m),
-        "topk": spec.get("topk", LOSSY["topk"]),
-        "topk_budget_percent": LOSSY["topk_budget_percent"],
+        "topk": None if dense else spec.get("topk", LOSSY["topk"]),
+        "topk_budget_percent": None if dense else LOSSY["topk_budget_percent"],
         "min_entries": LOSSY["min_entries"],
         "error_feedback": LOSSY["error_feedback"],
         "memory_decay": LOSSY["memory_decay"],
