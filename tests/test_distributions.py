@@ -14,6 +14,7 @@ from scipy import integrate, special
 
 from gradcomp.distributions import (
     FAMILIES,
+    TAIL_LEVELS,
     FittedDistribution,
     GradientDataError,
     check_gradient,
@@ -335,8 +336,12 @@ def test_tail_probabilities_table(laplace_fits):
 def test_goodness_of_fit_keys_and_values(laplace_fits):
     x, fits = laplace_fits
     g = goodness_of_fit(fits["gennorm"], x)
-    assert set(g) == {"loglik_per_entry", "aic", "bic", "ks", "w2", "tail_log10_err"}
+    per_level = {f"tail_err_{lv:g}" for lv in TAIL_LEVELS}
+    assert set(g) == {"loglik_per_entry", "aic", "bic", "ks", "w2", "tail_log10_err", *per_level}
     f = fits["gennorm"]
+    tails = tail_probabilities(f, x, TAIL_LEVELS)["abs_log10_error"]
+    for lv, err in zip(TAIL_LEVELS, tails, strict=True):
+        assert g[f"tail_err_{lv:g}"] == pytest.approx(err, nan_ok=True)
     assert g["loglik_per_entry"] == pytest.approx(f.loglik / x.size, rel=1e-12)
     assert g["aic"] == pytest.approx(f.aic, rel=1e-12)
     assert g["bic"] == pytest.approx(f.bic, rel=1e-12)

@@ -57,10 +57,6 @@ class Cifar10:
     test_labels: torch.Tensor
     source: str
 
-    def split(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """(images, labels) of split ``"train"`` or ``"test"``."""
-        return getattr(self, f"{name}_images"), getattr(self, f"{name}_labels")
-
 
 def _offline_message(reason: str) -> str:
     return (

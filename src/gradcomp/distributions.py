@@ -62,6 +62,9 @@ FAMILIES: tuple[str, ...] = ("norm", "laplace", "gennorm", "dweibull")
 SHAPE_BOUNDS: tuple[float, float] = (0.05, 20.0)
 """Range the shape (gennorm ``beta``, dweibull ``c``) is kept in; a fit may end on a bound."""
 
+TAIL_LEVELS: tuple[float, ...] = (1e-2, 1e-3, 1e-4, 1e-5)
+"""Tail levels p of :func:`tail_probabilities` (thresholds at the 1 - p quantiles of ``|x|``)."""
+
 KS_MAX_ENTRIES = 1_000_000
 """:func:`ks_statistic` uses a fixed-seed subsample (without replacement) of this many entries."""
 
@@ -1091,11 +1094,13 @@ def goodness_of_fit(fitted: FittedDistribution, x: Any, *, seed: int = 0) -> dic
         ``loglik_per_entry`` (nats), ``aic``, ``bic`` (from the log-likelihood of ``x`` and
         ``fitted.n_params``), ``ks`` (:func:`ks_statistic`), ``w2`` (:func:`trimmed_w2` with
         ``seed``), ``tail_log10_err`` (mean ``abs_log10_error`` of
-        :func:`tail_probabilities` over the levels with empirical mass; NaN if none).
+        :func:`tail_probabilities` over the levels with empirical mass; NaN if none) and
+        ``tail_err_<level>`` (that error at each of :data:`TAIL_LEVELS`, NaN without mass).
     """
     a = check_gradient(x)
     loglik = _total_logpdf(fitted.frozen(), a)
-    tails = tail_probabilities(fitted, a)["abs_log10_error"].dropna()
+    per_level = tail_probabilities(fitted, a)["abs_log10_error"]
+    tails = per_level.dropna()
     k = fitted.n_params
     return {
         "loglik_per_entry": loglik / a.size,
@@ -1104,4 +1109,5 @@ def goodness_of_fit(fitted: FittedDistribution, x: Any, *, seed: int = 0) -> dic
         "ks": ks_statistic(fitted, a),
         "w2": trimmed_w2(fitted, a, seed=seed),
         "tail_log10_err": float(tails.mean()) if len(tails) else math.nan,
+        **{f"tail_err_{lv:g}": float(e) for lv, e in zip(TAIL_LEVELS, per_level, strict=True)},
     }

@@ -96,7 +96,14 @@ def figures_y1_y3(
         xlabel="round", ylabel="test accuracy",
         title=f"Y1 {model}: test accuracy per round{note}{src}",
     )  # fmt: skip
-    sent = panels[panels["cumulative_bits_coded"] > 0]
+    # seeds send slightly different bit counts: average x and y per round, one line each
+    sent = (
+        panels[panels["cumulative_bits_coded"] > 0]
+        .groupby(["panel", "variant", "round"], as_index=False)[
+            ["cumulative_bits_coded", "test_acc"]
+        ]
+        .mean()
+    )
     plots.plot_lines(
         sent, x="cumulative_bits_coded", y="test_acc", hue="variant", col="panel", png_path=png_y2,
         log_x=True, xlabel="cumulative uplink bits (all users, Huffman-coded payload)",

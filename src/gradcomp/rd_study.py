@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from gradcomp.distributions import fit
+from gradcomp.distributions import FittedDistribution, fit
 from gradcomp.lloyd import LevelQuantizer, lloyd_design, uniform_minmax_levels
 from gradcomp.rate_distortion import distortion_rate_curve
 
@@ -48,16 +48,22 @@ def keep_top_fraction(values: np.ndarray, fraction: float) -> np.ndarray:
 
 
 def quantizer_designs(
-    x: np.ndarray, M: float, rate: int, *, seed: int = 0, slip: bool = False
+    x: np.ndarray,
+    M: float,
+    rate: int,
+    gennorm: FittedDistribution,
+    norm: FittedDistribution,
+    *,
+    seed: int = 0,
+    slip: bool = False,
 ) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
     """Quantizers at ``rate`` bits (2^rate levels) designed on the entries ``x``.
 
-    Returns name -> function mapping entries to reconstructions: uniform
-    min-max, Lloyd for the fitted GenNorm under ``|g|^M`` weighting, Gaussian
-    Lloyd-Max (M = 0, fitted normal) and the Gaussian test channel.
+    ``gennorm`` and ``norm`` are fits to ``x``. Returns name -> function
+    mapping entries to reconstructions: uniform min-max, Lloyd for the fitted
+    GenNorm under ``|g|^M`` weighting, Gaussian Lloyd-Max (M = 0, fitted
+    normal) and the Gaussian test channel.
     """
-    gennorm = fit(x, "gennorm", label="Y5 update")
-    norm = fit(x, "norm", label="Y5 update")
     n_levels = 2**rate
     uniform = LevelQuantizer.from_levels(uniform_minmax_levels(x.min(), x.max(), rate, slip=slip))
     lloyd_g = lloyd_design("gennorm", gennorm.params, n_levels, M, one_iteration=slip).quantizer()
@@ -89,10 +95,12 @@ def rate_distortion_table(
     x = keep_top_fraction(values, topk)
     rows = []
     gennorm = fit(x, "gennorm", label="Y5 update")
+    norm = fit(x, "norm", label="Y5 update")
     log.info("Y5: %d kept entries, GenNorm fit %s", x.size, gennorm.params)
     for M in Ms:
         for rate in rates:
-            for name, quantize in quantizer_designs(x, M, rate, slip=slip).items():
+            designs = quantizer_designs(x, M, rate, gennorm, norm, slip=slip)
+            for name, quantize in designs.items():
                 rows.append(
                     {
                         "M": M,
