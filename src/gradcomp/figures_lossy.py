@@ -107,7 +107,8 @@ def figures_y1_y3(
     plots.plot_lines(
         sent, x="cumulative_bits_coded", y="test_acc", hue="variant", col="panel", png_path=png_y2,
         log_x=True, xlabel="cumulative uplink bits (all users, Huffman-coded payload)",
-        ylabel="test accuracy", title=f"Y2 {model}: test accuracy vs uplink bits{note}{src}",
+        ylabel="test accuracy",
+        title=f"Y2 {model}: test accuracy vs uplink bits (mean over {seeds} seeds){src}",
     )  # fmt: skip
     plot_per_bit_vs_m(
         data, png_y3, title=f"Y3 {model}: per-bit accuracy after the last round{note}{src}"
