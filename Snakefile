@@ -9,6 +9,9 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+# The library lives in src/: importable here, and in every job's script too, whether the
+# job runs in this venv, in a conda env (--sdm conda) or on a cluster node (Snakemake puts
+# this process's sys.path folders on the script's path).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from gradcomp.config import validate_config  # noqa: E402
 

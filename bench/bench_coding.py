@@ -31,8 +31,8 @@ from gradcomp.coding import (
     lz78_decode,
     lz78_encode,
 )
-from gradcomp.pmf import empirical_pmf, floor_and_renormalise, model_pmf
-from gradcomp.quantizers import get_grid
+from gradcomp.coding.pmf import empirical_pmf, floor_and_renormalise, model_pmf
+from gradcomp.quantization.grids import get_grid
 
 TARGET = 30e6  # symbols/s, encode and decode
 

@@ -1,6 +1,6 @@
 """Time the closed-form Lloyd design against the same iteration with scipy.integrate.quad.
 
-Both runs use :func:`gradcomp.lloyd.lloyd_design` with the same law, init and stopping
+Both runs use :func:`gradcomp.quantization.lloyd.lloyd_design` with the same law, init and stopping
 rule; only the cell moments differ (``moments="closed_form"`` vs ``"quad"``). Reported per
 M: wall time of each (closed form: best of ``--repeat``; quad: one run), the speed-up,
 the iteration counts and the largest relative difference between the two level sets.
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from gradcomp.lloyd import lloyd_design
+from gradcomp.quantization.lloyd import lloyd_design
 
 
 def timed(fn, *args, **kwargs):

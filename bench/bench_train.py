@@ -3,7 +3,7 @@
 Prints images/s of
   plain-nchw   a textbook loop (float batch, model, loss, backward, step), NCHW layout;
   plain-cl     the same loop with model and batches in channels_last;
-  pipeline     gradcomp.train.train_epoch (channels_last, uint8 data held as tensors,
+  pipeline     gradcomp.lossless.train.train_epoch (channels_last, uint8 data held as tensors,
                gradient accumulation for the dumps), augmentation off;
   pipeline+aug the same with paper L's augmentation on;
 and the ratios pipeline / plain-cl (target >= 0.95) and plain-cl / plain-nchw, then
@@ -24,9 +24,14 @@ import torch
 import torch.nn.functional as F
 
 from gradcomp.data import Cifar10
-from gradcomp.dumps import write_dump
+from gradcomp.lossless.dumps import write_dump
+from gradcomp.lossless.train import (
+    GradientAccumulator,
+    TrainSettings,
+    select_parameters,
+    train_epoch,
+)
 from gradcomp.models import build_model
-from gradcomp.train import GradientAccumulator, TrainSettings, select_parameters, train_epoch
 
 
 def synthetic_data(n: int) -> Cifar10:

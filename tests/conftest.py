@@ -34,7 +34,7 @@ TINY_CONFIG = {
         "local_epochs": 1,
         "batch_size": 16,
         "compressors": [
-            {"name": "none", "quantizer": "none", "topk": 1.0},
+            {"name": "none", "quantizer": "none"},
             {"name": "uniform", "quantizer": "uniform", "rates": [2]},
             {
                 "name": "gennorm",
@@ -44,10 +44,9 @@ TINY_CONFIG = {
                 "M": [0, 2],
             },
         ],
-        "histogram_tensors": ["fc1.weight", "fc2.weight"],
     },
     "figures": {
-        "y4": {"compressor": "gennorm", "rate": 2, "M": 2},
+        "y4": {"compressor": "gennorm", "rate": 2, "M": 2, "tensors": ["fc1.weight", "fc2.weight"]},
         "y5_tensor": "fc1.weight",
         "y5_rates": [1, 2],
     },

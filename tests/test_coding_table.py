@@ -5,9 +5,9 @@ import pytest
 import scipy.stats
 import torch
 
-from gradcomp.coding_table import code_tensor, fp8_bytes
 from gradcomp.distributions import fit
-from gradcomp.quantizers import get_grid
+from gradcomp.lossless.code_lossless import code_tensor, fp8_bytes
+from gradcomp.quantization.grids import get_grid
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from gradcomp.compressors import (
+from gradcomp.compression import (
     LloydQuantizer,
     Quantize,
     RateBreakdown,
@@ -14,9 +14,9 @@ from gradcomp.compressors import (
     UpdateCompressor,
     build_compressor,
     elias_gamma_bits,
-    m_weighted_distortion,
     position_code_bits,
 )
+from gradcomp.quantization.distortion import m_weighted_distortion
 
 
 def make_update(seed: int = 0) -> dict[str, torch.Tensor]:

@@ -8,21 +8,19 @@ import torch
 from torch import nn
 
 from gradcomp import models
-from gradcomp.compressors import RateBreakdown
+from gradcomp.compression import RateBreakdown
+from gradcomp.compression.rates import RATE_FIELDS
 from gradcomp.data import Cifar10
-from gradcomp.federated import (
-    RATE_FIELDS,
+from gradcomp.lossy.federated import (
     ROUND_COLUMNS,
     UPLINK_COLUMNS,
     FederatedSettings,
     SequentialExecutor,
-    per_bit_accuracy,
-    read_histograms,
     run_federated,
-    save_histograms,
     split_users,
-    write_rounds,
 )
+from gradcomp.lossy.per_bit import per_bit_accuracy
+from gradcomp.lossy.run_files import read_snapshot, save_snapshot, write_rounds
 
 torch.set_num_threads(1)
 
@@ -105,7 +103,7 @@ class RecordingExecutor(SequentialExecutor):
 def settings(model: str = "mlp", **kw) -> FederatedSettings:
     base = dict(
         model=model, seed=3, n_users=2, rounds=2, local_epochs=2, batch_size=16, lr=1e-3,
-        histogram_tensors=(), eval_batch_size=64,
+        eval_batch_size=64,
     )  # fmt: skip
     return FederatedSettings(**{**base, **kw})
 
@@ -229,32 +227,35 @@ def test_same_seed_same_results(data, tinybn) -> None:
     assert not torch.equal(a.final_state["fc.weight"], c.final_state["fc.weight"])
 
 
-def test_histograms_for_existing_names(data, tmp_path: Path) -> None:
+def test_snapshot_holds_user0_last_update(data, tmp_path: Path) -> None:
     comps: list[IdentityCompressor] = []
 
     def make(u):
         comps.append(IdentityCompressor(u))
         return comps[-1]
 
-    s = settings(histogram_tensors=("fc1.weight", "conv2.weight", "fc2.bias"), local_epochs=1)
-    with pytest.warns(UserWarning, match="conv2.weight"):
-        result = run_federated(data, s, make)
-    assert list(result.histograms) == ["before", "after"]
-    assert list(result.histograms["before"]) == ["fc1.weight", "fc2.bias"]
+    result = run_federated(data, settings(local_epochs=1), make)
+    snap = result.snapshot
     last_update = comps[0].received[-1]
-    for name in ("fc1.weight", "fc2.bias"):
-        before, after = result.histograms["before"][name], result.histograms["after"][name]
-        assert torch.equal(before, last_update[name]) and torch.equal(after, before)
-    path = tmp_path / "h" / "hist.safetensors"
-    save_histograms(result, path)
+    assert list(snap) == ["before", "after", "kept"]
+    assert list(snap["before"]) == list(last_update)  # every floating-point entry
+    for name, sent in last_update.items():
+        assert torch.equal(snap["before"][name], sent.float())
+        assert torch.equal(snap["after"][name], sent.float())  # identity compressor
+        # no mask from the compressor: kept = non-zero reconstruction
+        assert torch.equal(snap["kept"][name], sent != 0)
+    path = tmp_path / "h" / "update.safetensors"
+    save_snapshot(snap, path)
     assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
-    back = read_histograms(path)
-    assert list(back["after"]) == ["fc1.weight", "fc2.bias"]
-    assert torch.equal(back["before"]["fc1.weight"], result.histograms["before"]["fc1.weight"])
+    back = read_snapshot(path)
+    for part in ("before", "after", "kept"):
+        assert list(back[part]) == list(snap[part])
+        assert all(torch.equal(back[part][n], snap[part][n]) for n in snap[part])
 
 
 def test_with_library_none_compressor(data) -> None:
-    compressors = pytest.importorskip("gradcomp.compressors")
+    from gradcomp import compression as compressors
+
     config = {"name": "none", "quantizer": "none"}
     result = run_federated(
         data,

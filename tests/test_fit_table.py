@@ -8,8 +8,9 @@ import scipy.stats
 import torch
 
 from gradcomp.distributions import GradientDataError
-from gradcomp.dumps import read_dump, write_dump
-from gradcomp.fit_table import FIT_COLUMNS, fit_run, fitted_from_row, tensor_positions
+from gradcomp.lossless.dumps import read_dump, write_dump
+from gradcomp.lossless.fit_lossless import FIT_COLUMNS, fit_run, fitted_from_row
+from gradcomp.lossless.positions import tensor_positions
 
 
 def make_dump(path: Path, epoch: int, tensors: dict[str, torch.Tensor]) -> Path:

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from gradcomp.lloyd import (
+from gradcomp.quantization.lloyd import (
     LevelQuantizer,
     SymmetricLaw,
     expected_distortion,

@@ -4,8 +4,8 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcomp.pmf import empirical_pmf, floor_and_renormalise, model_magnitude_pmf, model_pmf
-from gradcomp.quantizers import get_grid
+from gradcomp.coding.pmf import empirical_pmf, floor_and_renormalise, model_magnitude_pmf, model_pmf
+from gradcomp.quantization.grids import get_grid
 
 
 def test_empirical_pmf():

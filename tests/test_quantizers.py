@@ -4,7 +4,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcomp.quantizers import GRIDS, GridQuantizer, fp_levels, get_grid, uniform_grid
+from gradcomp.quantization.grids import GRIDS, GridQuantizer, fp_levels, get_grid, uniform_grid
 
 
 def torch_finite_values(dtype: torch.dtype) -> np.ndarray:

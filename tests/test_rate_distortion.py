@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from gradcomp.lloyd import SymmetricLaw, lloyd_design
-from gradcomp.rate_distortion import (
+from gradcomp.quantization.lloyd import SymmetricLaw, lloyd_design
+from gradcomp.quantization.rate_distortion import (
     blahut_arimoto,
     discretise,
     distortion_rate_curve,

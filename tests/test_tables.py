@@ -3,7 +3,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gradcomp.tables import coding_rate_table, summarise, to_markdown
+from gradcomp.lossless.tables import coding_rate_table
+from gradcomp.reporting import summarise, to_markdown
 
 
 def test_summarise_mean_sd_n() -> None:

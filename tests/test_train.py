@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gradcomp import train as train_mod
-from gradcomp.dumps import KINDS, read_dump
+from gradcomp.lossless import train as train_mod
+from gradcomp.lossless.dumps import KINDS, read_dump
+from gradcomp.lossless.train import TrainSettings, select_parameters, train_with_dumps
 from gradcomp.models import build_model
-from gradcomp.train import TrainSettings, select_parameters, train_with_dumps
 
 
 def run(data, tmp: Path, **overrides):

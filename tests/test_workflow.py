@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import TINY_CONFIG, run_snakemake, write_imagefolder_tree
-from gradcomp.dumps import read_dump
+from gradcomp.lossless.dumps import read_dump
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,12 @@ def test_fits_figures_and_t2(tiny_workdir: Path) -> None:
     fits = pd.read_csv(tiny_workdir / "results/lossless/mlp/run0/fits.tsv", sep="\t")
     assert set(fits["family"]) == {"norm", "laplace", "gennorm"}
     assert set(fits["epoch"]) == {1, 2} and set(fits["kind"]) == {"epoch_avg"}
-    assert fits.loc[fits["tensor"] == "fc1.weight", "position"].iloc[0] == "lower"
+    positions = pd.read_csv(tiny_workdir / "results/lossless/mlp/positions.tsv", sep="\t")
+    assert dict(zip(positions["position"], positions["tensor"], strict=True)) == {
+        "lower": "fc1.weight",
+        "middle": "fc2.weight",
+        "upper": "fc2.weight",
+    }
     assert fits["loglik"].notna().all() and (fits["w2"] > 0).all()
     for fig in ("L1", "L2", "L3", "L4", "L5"):
         for ext in ("png", "pdf"):
@@ -97,14 +102,14 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert (coded == uplink["bits_coded"]).all()
     assert (uplink[["payload_fixed_bits", *parts]].sum(axis=1) == uplink["bits_fixed"]).all()
     assert rounds["cumulative_bits_coded"].iloc[-1] == uplink["bits_coded"].sum()
-    dense = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
-    assert dense["bits_fixed"].sum() > uplink["bits_fixed"].sum()
-    assert (dense["position_bits"] == 0).all()  # topk 1.0: sent dense, no positions
+    none = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
+    assert none["bits_fixed"].sum() > uplink["bits_fixed"].sum()
+    assert (none["position_bits"] > 0).all()  # top-K + float32: positions are charged
     for fig in ("Y1", "Y2", "Y3", "Y4", "Y5"):
         assert (tiny_workdir / f"results/figures/{fig}_mlp.png").stat().st_size > 1000
     t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")
     assert len(t3) == 4 and t3["per_bit_acc_coded_mean"].notna().all()
-    rd = pd.read_csv(base / "rate_distortion.tsv", sep="\t")
+    rd = pd.read_csv(base / "distortion_study.tsv", sep="\t")
     assert set(rd["M"]) == {0, 2} and (rd["distortion"] > 0).all()
 
 
@@ -127,9 +132,11 @@ def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
 
 
 FIGURE_RULES = {
-    "all", "figure_L1", "figure_L2", "figure_L3_L4", "figure_L5", "figures_Y1_Y3",
+    "all", "figure_L1", "figure_L2", "figure_L3", "figure_L4", "figure_L5", "figures_Y1_Y3",
     "figure_Y4", "figure_Y5", "table_T1", "table_T2", "table_T3",
 }  # fmt: skip
+# Cheap rules that derive what a figure shows from cached artifacts (no training, no fits).
+DERIVED_RULES = {"tensor_positions", "distortion_study"}
 
 
 def test_deleted_figures_rerun_only_plotting(tiny_workdir: Path) -> None:
@@ -150,6 +157,25 @@ def test_plot_option_reruns_only_plotting(tiny_workdir: Path) -> None:
     rules = planned_rules(proc)
     assert "figure_L1" in rules and "figure_Y4" in rules
     assert rules <= FIGURE_RULES
+
+
+@pytest.mark.parametrize(
+    ("config", "derived"),
+    [
+        ("figures={y4: {compressor: gennorm, rate: 2, M: 2, tensors: [fc2.weight]}}", set()),
+        ("figures={y5_tensor: fc2.weight}", {"distortion_study"}),
+        ("lossless={positions: {mlp: {middle: fc1.weight}}}", {"tensor_positions"}),
+    ],
+)
+def test_figure_knobs_never_retrain(tiny_workdir: Path, config: str, derived: set) -> None:
+    rules = planned_rules(tiny(tiny_workdir, "-n", "--config", config))
+    assert rules and rules <= FIGURE_RULES | derived
+
+
+@pytest.mark.parametrize("config", ["lossless={threads: 2}", "lossy={threads: 2}", "device=auto"])
+def test_where_a_job_runs_is_no_rerun_trigger(tiny_workdir: Path, config: str) -> None:
+    proc = tiny(tiny_workdir, "-n", "--config", config)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:

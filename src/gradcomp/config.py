@@ -86,4 +86,8 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             else:
                 lines.append(f"config key '{key_path(err)}': {err.message}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
+    # The compressor entries are checked where compressors are built, in one place.
+    from gradcomp.compression.specs import compressor_variants
+
+    compressor_variants(config["lossy"])
     return config

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gradcomp.atomic import atomic_path, write_text
+from gradcomp.artifacts import atomic_torch_save, write_text
 
 log = logging.getLogger(__name__)
 
@@ -206,12 +206,6 @@ def _validate(tensors: dict[str, torch.Tensor]) -> None:
             raise DataSourceError(f"{split}: {len(images)} images and {len(labels)} labels")
         if labels.min() < 0 or labels.max() >= len(CLASSES):
             raise DataSourceError(f"{split}: labels outside 0..9")
-
-
-def atomic_torch_save(obj, out: Path) -> None:
-    """``torch.save`` that leaves no partial file behind (see :mod:`gradcomp.atomic`)."""
-    with atomic_path(out) as tmp:
-        torch.save(obj, tmp)
 
 
 def prepare_cifar10(

@@ -1,4 +1,9 @@
 # Shared helpers: target lists, wildcard constraints, per-run settings.
+#
+# Settings that only say *where* a job runs (threads, device) are not params: they do not
+# trigger reruns, so moving the study to another machine reuses its results.
+
+from gradcomp.compression.specs import compressor_variants
 
 
 wildcard_constraints:
@@ -12,8 +17,33 @@ wildcard_constraints:
 
 
 CIFAR10_CACHE = "results/data/cifar10.pt"
+CIFAR10_SUMMARY = "results/data/cifar10.json"
+DEFAULT_RESOURCES = {"mem_mb": 4000, "runtime": 60, "gpu": 0}
+FIGURES = config["figures"]
+
+
+def rule_resource(rule_name, key):
+    """Config resources.<rule>.<key> (mem_mb, runtime in minutes, gpu), else the default."""
+    return config["resources"].get(rule_name, {}).get(key, DEFAULT_RESOURCES[key])
+
+
+# ---- paper L ------------------------------------------------------------------------
+
 LOSSLESS = config["lossless"]
 LOSSLESS_RUN = "results/lossless/{model}/run{run}"
+POSITIONS_TSV = "results/lossless/{model}/positions.tsv"
+
+if FIGURES["lossless_run"] >= LOSSLESS["runs"]:
+    raise ValueError(
+        f"config key 'figures.lossless_run': {FIGURES['lossless_run']} is not a run "
+        f"(lossless.runs = {LOSSLESS['runs']})"
+    )
+for key in ("families", "kinds"):
+    missing = set(LOSSLESS["coding"][key]) - set(LOSSLESS["fit"][key])
+    if missing:
+        raise ValueError(
+            f"config key 'lossless.coding.{key}': {sorted(missing)} not in lossless.fit.{key}"
+        )
 
 
 def lossless_runs():
@@ -31,13 +61,25 @@ def dump_paths(model="{model}", run="{run}"):
     return [f"{run_dir(model, run)}/grads/epoch{e}.safetensors" for e in range(1, LOSSLESS["epochs"] + 1)]
 
 
+def model_runs_file(wildcards, name):
+    """``name`` (fits.tsv, coding.tsv) of every run of the wildcard's model."""
+    return [f"{run_dir(wildcards.model, r)}/{name}" for r in range(LOSSLESS["runs"])]
+
+
 def figure_run_file(wildcards, name):
     """A file of the run shown in L1/L2 (config figures.lossless_run)."""
     return f"{run_dir(wildcards.model, FIGURES['lossless_run'])}/{name}"
 
 
+def figure_epochs():
+    """The early, middle and last epoch shown in L1."""
+    last = LOSSLESS["epochs"]
+    return sorted({1, (last + 1) // 2, last})
+
+
 def train_settings(wildcards):
-    """gradcomp.train.TrainSettings keyword arguments for one run (also a params: entry)."""
+    """gradcomp.lossless.train.TrainSettings keyword arguments of one run (threads and
+    device are added by the script)."""
     return dict(
         model=wildcards.model,
         seed=int(wildcards.run),
@@ -47,99 +89,37 @@ def train_settings(wildcards):
         momentum=LOSSLESS["momentum"],
         augment=LOSSLESS["augment"],
         dump_tensors=list(LOSSLESS["dump_tensors"].get(wildcards.model, ["*"])),
-        threads=LOSSLESS["threads"],
-        device=config["device"],
     )
 
 
-def all_targets():
-    """Everything `rule all` asks for."""
-    targets = lossless_figures() + lossy_figures()
-    for model, run in lossless_runs():
-        targets += dump_paths(model, run)
-        targets.append(f"{run_dir(model, run)}/train_log.tsv")
-    return targets
-
-
-FIGURES = config["figures"]
-DEFAULT_RESOURCES = {"mem_mb": 4000, "runtime": 60, "gpu": 0}
-
-
-def rule_resource(rule_name, key):
-    """Config resources.<rule>.<key> (mem_mb, runtime in minutes, gpu), else the default."""
-    return config["resources"].get(rule_name, {}).get(key, DEFAULT_RESOURCES[key])
-CIFAR10_SUMMARY = "results/data/cifar10.json"
-if FIGURES["lossless_run"] >= LOSSLESS["runs"]:
-    raise ValueError(
-        f"config key 'figures.lossless_run': {FIGURES['lossless_run']} is not a run "
-        f"(lossless.runs = {LOSSLESS['runs']})"
-    )
-
-
-for key in ("families", "kinds"):
-    missing = set(LOSSLESS["coding"][key]) - set(LOSSLESS["fit"][key])
-    if missing:
-        raise ValueError(
-            f"config key 'lossless.coding.{key}': {sorted(missing)} not in lossless.fit.{key}"
-        )
-
-
-def figure_epochs():
-    """The early, middle and last epoch shown in L1."""
-    last = LOSSLESS["epochs"]
-    return sorted({1, (last + 1) // 2, last})
-
-
-def lossless_figures():
-    """L1-L4 per model, as PNG and PDF, and T2."""
+def lossless_targets():
+    """L1-L5 per model, as PNG and PDF, T1 and T2, and every run's dumps and log."""
     out = []
     for model in LOSSLESS["models"]:
         for fig in ("L1", "L2", "L3", "L4", "L5"):
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
     out += [f"results/tables/{t}.{ext}" for t in ("T1", "T2") for ext in ("tsv", "md")]
+    for model, run in lossless_runs():
+        out += dump_paths(model, run)
+        out.append(f"{run_dir(model, run)}/train_log.tsv")
     return out
 
 
 # ---- paper Y ------------------------------------------------------------------------
 
 LOSSY = config["lossy"]
-COMPRESSORS = {spec["name"]: spec for spec in LOSSY["compressors"]}
-if len(COMPRESSORS) != len(LOSSY["compressors"]):
-    raise ValueError("config key 'lossy.compressors': names must be unique")
 LOSSY_RUN = "results/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}"
-IMPLICIT_RATE = {"none": 32, "float16": 16}
+# One checked spec per (name, rate, M): gradcomp.compression.specs is the only place that
+# knows the compressor keys (the config was already validated with it).
+VARIANTS = {(v.name, v.rate, v.M): v.spec for v in compressor_variants(LOSSY)}
+QUANTIZER_OF = {entry["name"]: entry["quantizer"] for entry in LOSSY["compressors"]}
 
-
-def compressor_variants():
-    """(name, rate, M) of every configured compressor; rate 32/16 for none/float16."""
-    variants = []
-    for i, (name, spec) in enumerate(COMPRESSORS.items()):
-        quantizer = spec["quantizer"]
-        key = f"lossy.compressors.{i}"
-        if quantizer in IMPLICIT_RATE:
-            if "rates" in spec or "M" in spec:
-                raise ValueError(f"config key '{key}': {quantizer} takes no rates or M")
-            variants.append((name, IMPLICIT_RATE[quantizer], 0))
-            continue
-        if "rates" not in spec:
-            raise ValueError(f"config key '{key}.rates': required for quantizer {quantizer}")
-        if (quantizer == "lloyd") != ("family" in spec):
-            raise ValueError(f"config key '{key}.family': required for lloyd quantizers, and only there")
-        if "M" in spec and quantizer != "lloyd":
-            raise ValueError(f"config key '{key}.M': only lloyd quantizers take M")
-        variants += [(name, r, m) for r in spec["rates"] for m in spec.get("M", [0])]
-    return variants
-
-
-COMPRESSOR_VARIANTS = compressor_variants()
 _y4 = FIGURES["y4"]
-if (_y4["compressor"], _y4["rate"], _y4["M"]) not in COMPRESSOR_VARIANTS:
+if (_y4["compressor"], _y4["rate"], _y4["M"]) not in VARIANTS:
     raise ValueError(
-        f"config key 'figures.y4': {_y4} is not a configured compressor variant "
-        f"(lossy.compressors gives {COMPRESSOR_VARIANTS})"
+        f"config key 'figures.y4': {_y4['compressor']} R{_y4['rate']} M{_y4['M']} is not a "
+        f"configured compressor variant (lossy.compressors gives {sorted(VARIANTS)})"
     )
-if FIGURES["y5_tensor"] not in LOSSY["histogram_tensors"]:
-    raise ValueError("config key 'figures.y5_tensor': must be one of lossy.histogram_tensors")
 
 
 def lossy_dir(model, compressor, rate, m, seed):
@@ -150,33 +130,18 @@ def lossy_dir(model, compressor, rate, m, seed):
 def lossy_run_files(model, name):
     """One file (rounds.tsv, uplink.tsv, ...) of every federated run of ``model``."""
     return [
-        f"{lossy_dir(model, c, r, m, s)}/{name}"
-        for c, r, m in COMPRESSOR_VARIANTS
-        for s in LOSSY["seeds"]
+        f"{lossy_dir(model, c, r, m, s)}/{name}" for c, r, m in VARIANTS for s in LOSSY["seeds"]
     ]
 
 
 def compressor_spec(wildcards):
-    """The gradcomp.compressors.build_compressor spec of one federated run."""
-    spec = COMPRESSORS[wildcards.compressor]
-    dense = spec.get("topk") == 1.0  # keep everything: no top-K, no positions to send
-    return {
-        "name": wildcards.compressor,
-        "quantizer": spec["quantizer"],
-        "family": spec.get("family"),
-        "rate": int(wildcards.rate),
-        "M": int(wildcards.m),
-        "topk": None if dense else spec.get("topk", LOSSY["topk"]),
-        "topk_budget_percent": None if dense else LOSSY["topk_budget_percent"],
-        "min_entries": LOSSY["min_entries"],
-        "error_feedback": LOSSY["error_feedback"],
-        "memory_decay": LOSSY["memory_decay"],
-        "slip": LOSSY["slip"],
-    }
+    """The gradcomp.compression.build_compressor spec of one federated run."""
+    return VARIANTS[(wildcards.compressor, int(wildcards.rate), int(wildcards.m))]
 
 
 def federated_settings(wildcards):
-    """gradcomp.federated.FederatedSettings keyword arguments of one run."""
+    """gradcomp.lossy.federated.FederatedSettings keyword arguments of one run (threads and
+    device are added by the script)."""
     return dict(
         model=wildcards.model,
         seed=int(wildcards.seed),
@@ -186,19 +151,16 @@ def federated_settings(wildcards):
         batch_size=LOSSY["batch_size"],
         lr=LOSSY["lr"],
         validation_fraction=LOSSY["validation_fraction"],
-        threads=LOSSY["threads"],
-        device=config["device"],
-        histogram_tensors=list(LOSSY["histogram_tensors"]),
     )
 
 
-def y4_histograms(wildcards):
-    """Histogram file of the run figure Y4 (and Y5) shows."""
-    y4 = FIGURES["y4"]
-    return f"{lossy_dir(wildcards.model, y4['compressor'], y4['rate'], y4['M'], LOSSY['seeds'][0])}/histograms.safetensors"
+def y4_snapshot(wildcards):
+    """Update snapshot of the run figures Y4 and Y5 show (figures.y4, first seed)."""
+    run = lossy_dir(wildcards.model, _y4["compressor"], _y4["rate"], _y4["M"], LOSSY["seeds"][0])
+    return f"{run}/update.safetensors"
 
 
-def lossy_figures():
+def lossy_targets():
     """Y1-Y5 per model, as PNG and PDF, and T3."""
     out = []
     for model in LOSSY["models"]:
@@ -206,3 +168,8 @@ def lossy_figures():
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
     out += [f"results/tables/T3.{ext}" for ext in ("tsv", "md")]
     return out
+
+
+def all_targets():
+    """Everything `rule all` asks for."""
+    return lossless_targets() + lossy_targets()

@@ -1,4 +1,5 @@
-# Paper L: training with per-epoch gradient dumps.
+# Paper L: training with per-epoch gradient dumps, fits, lossless coding, figures L1-L5,
+# tables T1-T2. Each rule runs the script of the same name, which makes one library call.
 
 
 rule train_lossless:
@@ -35,7 +36,6 @@ rule fit_lossless:
         min_entries=LOSSLESS["fit"]["min_entries"],
         kinds=LOSSLESS["fit"]["kinds"],
         seed=LOSSLESS["fit"]["seed"],
-        positions=lambda wc: LOSSLESS["positions"].get(wc.model, {}),
     log:
         "results/logs/lossless/{model}/run{run}/fit.log",
     threads: 1
@@ -47,110 +47,6 @@ rule fit_lossless:
         "../../envs/gradcomp.yaml"
     script:
         "../scripts/fit_lossless.py"
-
-
-rule figure_L1:
-    input:
-        fits=lambda wc: figure_run_file(wc, "fits.tsv"),
-        dumps=lambda wc: [figure_run_file(wc, f"grads/epoch{e}.safetensors") for e in figure_epochs()],
-        summary=CIFAR10_SUMMARY,
-    output:
-        png=report(
-            "results/figures/L1_{model}.png",
-            caption="../report/L1.rst",
-            category="Paper L",
-            subcategory="{model}",
-        ),
-        pdf="results/figures/L1_{model}.pdf",
-    params:
-        kind=FIGURES["lossless_kind"],
-        bins=FIGURES["histogram_bins"],
-    log:
-        "results/logs/figures/L1_{model}.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../../envs/gradcomp.yaml"
-    script:
-        "../scripts/figure_L1.py"
-
-
-rule figure_L2:
-    input:
-        fits=lambda wc: figure_run_file(wc, "fits.tsv"),
-        dumps=lambda wc: [figure_run_file(wc, f"grads/epoch{LOSSLESS['epochs']}.safetensors")],
-        summary=CIFAR10_SUMMARY,
-    output:
-        png=report(
-            "results/figures/L2_{model}.png",
-            caption="../report/L2.rst",
-            category="Paper L",
-            subcategory="{model}",
-        ),
-        pdf="results/figures/L2_{model}.pdf",
-    params:
-        kind=FIGURES["lossless_kind"],
-    log:
-        "results/logs/figures/L2_{model}.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../../envs/gradcomp.yaml"
-    script:
-        "../scripts/figure_L2.py"
-
-
-rule figure_L3_L4:
-    input:
-        fits=lambda wc: [f"{run_dir(wc.model, r)}/fits.tsv" for r in range(LOSSLESS["runs"])],
-        summary=CIFAR10_SUMMARY,
-    output:
-        l3=report(
-            "results/figures/L3_{model}.png",
-            caption="../report/L3.rst",
-            category="Paper L",
-            subcategory="{model}",
-        ),
-        l3_pdf="results/figures/L3_{model}.pdf",
-        l4=report(
-            "results/figures/L4_{model}.png",
-            caption="../report/L4.rst",
-            category="Paper L",
-            subcategory="{model}",
-        ),
-        l4_pdf="results/figures/L4_{model}.pdf",
-    log:
-        "results/logs/figures/L3_L4_{model}.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../../envs/gradcomp.yaml"
-    script:
-        "../scripts/figure_L3_L4.py"
-
-
-rule table_T2:
-    input:
-        fits=[f"{run_dir(m, r)}/fits.tsv" for m, r in lossless_runs()],
-    output:
-        tsv=report("results/tables/T2.tsv", caption="../report/T2.rst", category="Paper L", subcategory="tables"),
-        md="results/tables/T2.md",
-    log:
-        "results/logs/tables/T2.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../../envs/gradcomp.yaml"
-    script:
-        "../scripts/table_t2.py"
 
 
 rule code_lossless:
@@ -174,17 +70,122 @@ rule code_lossless:
         "../scripts/code_lossless.py"
 
 
-rule figure_L5:
+# Positions (lower / middle / upper tensor) are labels: changing them reruns this cheap
+# rule and the figures, never the fits or the coding.
+rule tensor_positions:
     input:
-        coding=lambda wc: [f"{run_dir(wc.model, r)}/coding.tsv" for r in range(LOSSLESS["runs"])],
+        dump=lambda wc: f"{run_dir(wc.model, 0)}/grads/epoch1.safetensors",
+    output:
+        positions=POSITIONS_TSV,
+    params:
+        min_entries=LOSSLESS["fit"]["min_entries"],
+        overrides=lambda wc: LOSSLESS["positions"].get(wc.model, {}),
+    log:
+        "results/logs/lossless/{model}/positions.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/tensor_positions.py"
+
+
+rule figure_L1:
+    input:
+        fits=lambda wc: figure_run_file(wc, "fits.tsv"),
+        positions=POSITIONS_TSV,
+        dumps=lambda wc: [figure_run_file(wc, f"grads/epoch{e}.safetensors") for e in figure_epochs()],
         summary=CIFAR10_SUMMARY,
     output:
-        png=report(
-            "results/figures/L5_{model}.png",
-            caption="../report/L5.rst",
-            category="Paper L",
-            subcategory="{model}",
-        ),
+        png=report("results/figures/L1_{model}.png", caption="../report/L1.rst", category="Paper L", subcategory="{model}"),
+        pdf="results/figures/L1_{model}.pdf",
+    params:
+        kind=FIGURES["lossless_kind"],
+        bins=FIGURES["histogram_bins"],
+    log:
+        "results/logs/figures/L1_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_L1.py"
+
+
+rule figure_L2:
+    input:
+        fits=lambda wc: figure_run_file(wc, "fits.tsv"),
+        positions=POSITIONS_TSV,
+        dump=lambda wc: figure_run_file(wc, f"grads/epoch{LOSSLESS['epochs']}.safetensors"),
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/L2_{model}.png", caption="../report/L2.rst", category="Paper L", subcategory="{model}"),
+        pdf="results/figures/L2_{model}.pdf",
+    params:
+        kind=FIGURES["lossless_kind"],
+    log:
+        "results/logs/figures/L2_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_L2.py"
+
+
+rule figure_L3:
+    input:
+        fits=lambda wc: model_runs_file(wc, "fits.tsv"),
+        positions=POSITIONS_TSV,
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/L3_{model}.png", caption="../report/L3.rst", category="Paper L", subcategory="{model}"),
+        pdf="results/figures/L3_{model}.pdf",
+    log:
+        "results/logs/figures/L3_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_L3.py"
+
+
+rule figure_L4:
+    input:
+        fits=lambda wc: model_runs_file(wc, "fits.tsv"),
+        positions=POSITIONS_TSV,
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/L4_{model}.png", caption="../report/L4.rst", category="Paper L", subcategory="{model}"),
+        pdf="results/figures/L4_{model}.pdf",
+    log:
+        "results/logs/figures/L4_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_L4.py"
+
+
+rule figure_L5:
+    input:
+        coding=lambda wc: model_runs_file(wc, "coding.tsv"),
+        positions=POSITIONS_TSV,
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/L5_{model}.png", caption="../report/L5.rst", category="Paper L", subcategory="{model}"),
         pdf="results/figures/L5_{model}.pdf",
     log:
         "results/logs/figures/L5_{model}.log",
@@ -213,4 +214,23 @@ rule table_T1:
     conda:
         "../../envs/gradcomp.yaml"
     script:
-        "../scripts/table_t1.py"
+        "../scripts/table_T1.py"
+
+
+rule table_T2:
+    input:
+        fits=[f"{run_dir(m, r)}/fits.tsv" for m, r in lossless_runs()],
+        positions=[POSITIONS_TSV.format(model=m) for m in LOSSLESS["models"]],
+    output:
+        tsv=report("results/tables/T2.tsv", caption="../report/T2.rst", category="Paper L", subcategory="tables"),
+        md="results/tables/T2.md",
+    log:
+        "results/logs/tables/T2.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/table_T2.py"

@@ -2,21 +2,18 @@
 
 from pathlib import Path
 
-from gradcomp.compressors import build_compressor
-from gradcomp.data import load_cifar10
-from gradcomp.federated import FederatedSettings, run_federated, save_histograms, write_rounds
 from gradcomp.logutil import log_to_file
+from gradcomp.lossy.run_files import federated_run
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
-settings = dict(sm.params.settings)
-settings["histogram_tensors"] = tuple(settings["histogram_tensors"])
-spec = dict(sm.params.spec)
-result = run_federated(
-    load_cifar10(Path(sm.input.data)),
-    FederatedSettings(**settings),
-    # one compressor per user (error-feedback memory and channel noise are per user)
-    lambda user: build_compressor({**spec, "seed": 1000 * settings["seed"] + user}),
+federated_run(
+    Path(sm.input.data),
+    dict(sm.params.settings),
+    dict(sm.params.spec),
+    rounds_tsv=Path(sm.output.rounds),
+    uplink_tsv=Path(sm.output.uplink),
+    update_path=Path(sm.output.snapshot),
+    threads=sm.threads,
+    device=sm.config["device"],
 )
-write_rounds(result, Path(sm.output.rounds), Path(sm.output.uplink))
-save_histograms(result, Path(sm.output.histograms))

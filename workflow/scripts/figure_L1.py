@@ -1,12 +1,14 @@
 """Snakemake script: figure L1 (histograms with fitted pdfs) of one model."""
 
-from gradcomp.figures import data_source_label, figure_l1
 from gradcomp.logutil import log_to_file
+from gradcomp.lossless.figures import figure_l1
+from gradcomp.reporting import data_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
 figure_l1(
     sm.input.fits,
+    sm.input.positions,
     list(sm.input.dumps),
     sm.output.png,
     model=sm.wildcards.model,

@@ -1,13 +1,15 @@
 """Snakemake script: figure L2 (tail probabilities) of one model."""
 
-from gradcomp.figures import data_source_label, figure_l2
 from gradcomp.logutil import log_to_file
+from gradcomp.lossless.figures import figure_l2
+from gradcomp.reporting import data_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
 figure_l2(
     sm.input.fits,
-    sm.input.dumps[0],
+    sm.input.positions,
+    sm.input.dump,
     sm.output.png,
     model=sm.wildcards.model,
     kind=sm.params.kind,

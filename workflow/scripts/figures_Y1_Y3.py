@@ -1,8 +1,8 @@
 """Snakemake script: figures Y1 (accuracy/round), Y2 (accuracy/bits), Y3 (per-bit accuracy vs M)."""
 
-from gradcomp.figures import data_source_label
-from gradcomp.figures_lossy import figures_y1_y3
 from gradcomp.logutil import log_to_file
+from gradcomp.lossy.figures import figures_y1_y3
+from gradcomp.reporting import data_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])

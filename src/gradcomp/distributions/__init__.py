@@ -1,0 +1,40 @@
+"""Maximum-likelihood fits of gradient entries (Norm, Laplace, GenNorm, double Weibull) and
+their goodness of fit, in scipy.stats' names (``beta``, ``c``, ``loc``, ``scale``).
+
+:mod:`~gradcomp.distributions.fitting` is the public fit API,
+:mod:`~gradcomp.distributions.goodness_of_fit` the paper-L metrics; the MLE machinery lives
+in :mod:`~gradcomp.distributions.power_family` and :mod:`~gradcomp.distributions.free_location`.
+"""
+
+from gradcomp.distributions.checks import GradientDataError, check_gradient
+from gradcomp.distributions.fitting import (
+    FAMILIES,
+    SHAPE_BOUNDS,
+    FittedDistribution,
+    fit,
+    fit_all,
+    fit_gennorm,
+)
+from gradcomp.distributions.goodness_of_fit import (
+    TAIL_LEVELS,
+    goodness_of_fit,
+    ks_statistic,
+    tail_probabilities,
+    trimmed_w2,
+)
+
+__all__ = [
+    "FAMILIES",
+    "SHAPE_BOUNDS",
+    "TAIL_LEVELS",
+    "FittedDistribution",
+    "GradientDataError",
+    "check_gradient",
+    "fit",
+    "fit_all",
+    "fit_gennorm",
+    "goodness_of_fit",
+    "ks_statistic",
+    "tail_probabilities",
+    "trimmed_w2",
+]

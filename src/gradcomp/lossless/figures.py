@@ -1,0 +1,152 @@
+"""Paper L's figures L1-L5: cached artifacts (fit and coding tables, dumps) in, files out.
+
+Each function reads what it needs, joins the tensor positions
+(:mod:`gradcomp.lossless.positions`), selects the rows and hands them to
+:mod:`gradcomp.lossless.plots`. Units: gradient entries as dumped (loss units per parameter
+unit), rates in bits per entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from gradcomp import plots
+from gradcomp.lossless import plots as lplots
+from gradcomp.lossless.dumps import read_dump
+from gradcomp.lossless.positions import read_with_positions
+
+
+def _position_tensors(fits: pd.DataFrame) -> dict[str, str]:
+    at = fits[fits["position"] != ""].drop_duplicates("position")
+    return dict(zip(at["position"], at["tensor"], strict=True))
+
+
+def figure_l1(
+    fits_tsv: str | Path,
+    positions_tsv: str | Path,
+    dump_paths: Sequence[str | Path],
+    png: str | Path,
+    *,
+    model: str,
+    kind: str,
+    bins: int,
+    source: str = "",
+) -> None:
+    """L1: histograms with fitted pdfs, for the tensor positions at the dumped epochs given."""
+    fits = read_with_positions([fits_tsv], [positions_tsv])
+    fits = fits[fits["kind"] == kind]
+    where = _position_tensors(fits)
+    samples = {}
+    epochs = []
+    for path in dump_paths:
+        dump = read_dump(path)
+        epochs.append(dump.epoch)
+        for position, tensor in where.items():
+            samples[(position, dump.epoch)] = dump.tensors[kind][tensor].numpy().ravel()
+    rows = fits[fits["epoch"].isin(epochs) & fits["position"].isin(list(where))]
+    lplots.plot_histograms(
+        samples, rows, bins=bins, png_path=png,
+        title=f"L1 {model}: {kind} gradient entries and ML fits{_source(source)}",
+    )  # fmt: skip
+
+
+def figure_l2(
+    fits_tsv: str | Path,
+    positions_tsv: str | Path,
+    dump_path: str | Path,
+    png: str | Path,
+    *,
+    model: str,
+    kind: str,
+    source: str = "",
+) -> None:
+    """L2: tail probabilities at one epoch (the last one by the workflow's choice)."""
+    fits = read_with_positions([fits_tsv], [positions_tsv])
+    dump = read_dump(dump_path)
+    fits = fits[(fits["kind"] == kind) & (fits["epoch"] == dump.epoch)]
+    where = _position_tensors(fits)
+    samples = {p: dump.tensors[kind][t].numpy().ravel() for p, t in where.items()}
+    lplots.plot_tails(
+        samples, fits[fits["position"] != ""], png_path=png,
+        title=f"L2 {model}: tail P(|g| > t), epoch {dump.epoch}, {kind}{_source(source)}",
+    )  # fmt: skip
+
+
+def figure_l3(
+    fits_tsvs: Sequence[str | Path],
+    positions_tsv: str | Path,
+    png: str | Path,
+    *,
+    model: str,
+    source: str = "",
+) -> None:
+    """L3: trimmed 2-Wasserstein distance versus epoch per family and tensor position."""
+    fits = read_with_positions(fits_tsvs, [positions_tsv])
+    lplots.plot_metric_by_epoch(
+        fits, metric="w2", ylabel="trimmed W2 (std units)", png_path=png, log_y=True,
+        title=f"L3 {model}: trimmed W2 of each fit (mean ± sd over {fits['run'].nunique()} runs)"
+        f"{_source(source)}",
+    )  # fmt: skip
+
+
+def figure_l4(
+    fits_tsvs: Sequence[str | Path],
+    positions_tsv: str | Path,
+    png: str | Path,
+    *,
+    model: str,
+    source: str = "",
+) -> None:
+    """L4: GenNorm shape and scale versus epoch per tensor position."""
+    fits = read_with_positions(fits_tsvs, [positions_tsv])
+    lplots.plot_gennorm_parameters(
+        fits, png_path=png,
+        title=f"L4 {model}: GenNorm beta and scale (mean ± sd over {fits['run'].nunique()} runs)"
+        f"{_source(source)}",
+    )  # fmt: skip
+
+
+L5_CODERS = (
+    "lz78", "zstd", "huffman_norm", "huffman_laplace", "huffman_gennorm",
+    "huffman_empirical", "entropy",
+)  # fmt: skip
+
+
+def figure_l5(
+    coding_tsvs: Sequence[str | Path],
+    positions_tsv: str | Path,
+    png: str | Path,
+    *,
+    model: str,
+    source: str = "",
+) -> None:
+    """L5: compressed size / 8-bit FP8 versus epoch per coder (exact accounting).
+
+    Panels: the lower, middle and upper tensor and all coded tensors together
+    (bits added over tensors); lines: mean over runs, band: one sd.
+    """
+    coding = read_with_positions(coding_tsvs, [positions_tsv])
+    coding = coding[(coding["accounting"] == "exact") & coding["coder"].isin(L5_CODERS)]
+    keys = ["run", "epoch", "coder"]
+    everything = coding.groupby(keys, as_index=False)[["total_bits", "numel"]].sum()
+    everything["position"] = "all tensors"
+    parts = [
+        coding[coding["position"] != ""][[*keys, "position", "total_bits", "numel"]],
+        everything,
+    ]
+    data = pd.concat(parts, ignore_index=True)
+    data["size / FP8"] = data["total_bits"] / (8.0 * data["numel"])
+    plots.plot_lines(
+        data, x="epoch", y="size / FP8", hue="coder", col="position", png_path=png,
+        hue_order=[c for c in L5_CODERS if c in set(data["coder"])], col_wrap=2,
+        xlabel="epoch", ylabel="compressed size / 8-bit FP8",
+        title=f"L5 {model}: lossless coding of FP8-quantized gradients "
+        f"(mean ± sd over {coding['run'].nunique()} runs){_source(source)}",
+    )  # fmt: skip
+
+
+def _source(source: str) -> str:
+    return f"\n{source}" if source else ""

@@ -1,0 +1,71 @@
+"""Paper L's tables: T1 (bits per entry by coder) and T2 (fit quality by family)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from gradcomp import reporting
+from gradcomp.artifacts import read_tables
+from gradcomp.lossless.positions import read_with_positions
+
+T2_METRICS = ("loglik_per_entry", "aic", "ks", "w2", "tail_log10_err")
+
+
+def table_t1(coding_tsvs: Sequence[str | Path], tsv: str | Path, md: str | Path) -> pd.DataFrame:
+    """T1: bits per entry per coder and model, exact and slip accounting."""
+    table = coding_rate_table(read_tables(coding_tsvs))
+    reporting.write_table(
+        table, tsv, md,
+        title="T1: bits per entry by coder (mean ± sd over runs; side information included)",
+    )  # fmt: skip
+    return table
+
+
+def table_t2(
+    fits_tsvs: Sequence[str | Path],
+    positions_tsvs: Sequence[str | Path],
+    tsv: str | Path,
+    md: str | Path,
+) -> pd.DataFrame:
+    """T2: fit quality per family, model, kind and tensor position."""
+    table = fit_quality_table(read_with_positions(fits_tsvs, positions_tsvs))
+    reporting.write_table(
+        table, tsv, md, title="T2: fit quality per family (mean ± sd over epochs and runs)"
+    )
+    return table
+
+
+def fit_quality_table(fits: pd.DataFrame) -> pd.DataFrame:
+    """T2: fit quality per family, model, dump kind and tensor position.
+
+    Mean and sd over epochs and runs of :data:`T2_METRICS`, on the tensors
+    that carry a position (lower / middle / upper).
+    """
+    at_positions = fits[fits["position"].fillna("") != ""]
+    table = reporting.summarise(
+        at_positions, by=("model", "kind", "position", "family"), metrics=T2_METRICS
+    )
+    return table
+
+
+def coding_rate_table(coding: pd.DataFrame) -> pd.DataFrame:
+    """T1: bits per entry per coder, model and accounting, and ratios to 32 and 8 bits.
+
+    Within each run the bits of every coded tensor and epoch are added and
+    divided by the entries coded; the table gives the mean and sd of that
+    rate over runs.
+    """
+    keys = ["model", "accounting", "coder"]
+    per_run = (
+        coding.groupby([*keys, "run"], sort=False)[["total_bits", "numel"]].sum().reset_index()
+    )
+    per_run["bits_per_entry"] = per_run["total_bits"] / per_run["numel"]
+    per_run["ratio_to_32bit"] = per_run["bits_per_entry"] / 32.0
+    per_run["ratio_to_8bit"] = per_run["bits_per_entry"] / 8.0
+    table = reporting.summarise(
+        per_run, by=keys, metrics=("bits_per_entry", "ratio_to_32bit", "ratio_to_8bit")
+    ).rename(columns={"n": "runs"})
+    return table.sort_values(["model", "accounting", "bits_per_entry_mean"], kind="stable")

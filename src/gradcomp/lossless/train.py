@@ -1,0 +1,300 @@
+"""Paper L's training with per-epoch gradient dumps, resumable and bitwise reproducible.
+
+:func:`train_with_dumps` trains one model on CIFAR-10 with plain SGD and, at
+the end of every epoch, writes a :mod:`gradcomp.lossless.dumps` file and a checkpoint
+to an undeclared state folder. A rerun with the same settings resumes from the
+last checkpoint; the random streams (shuffling, augmentation, dropout) are
+part of the checkpoint, so a resumed run writes the same bytes as an
+uninterrupted one.
+
+Speed on CPU: the data stay uint8 tensors in memory, batches are converted
+and augmented as whole tensors, the model and batches are ``channels_last``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gradcomp.artifacts import atomic_torch_save, write_tsv
+from gradcomp.augment import random_affine
+from gradcomp.data import Cifar10
+from gradcomp.lossless.dumps import KINDS, write_dump
+from gradcomp.models import build_model
+from gradcomp.training import evaluate, minibatches, resolve_device, to_float_batch
+
+log = logging.getLogger(__name__)
+
+LOG_COLUMNS = (
+    "epoch", "train_loss", "train_acc", "test_loss", "test_acc", "images_per_s", "seconds",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Everything that decides a run's numbers (and so its checkpoint's validity).
+
+    ``dump_tensors``: ``fnmatch`` patterns over parameter names, ``["*"]``
+    for every trainable tensor. ``threads`` is part of it because CPU
+    reductions may round differently with another thread count.
+    """
+
+    model: str
+    seed: int
+    epochs: int
+    batch_size: int = 64
+    lr: float = 0.01
+    momentum: float = 0.0
+    augment: bool = True
+    dump_tensors: tuple[str, ...] = ("*",)
+    eval_batch_size: int = 1000
+    threads: int = 1
+    device: str = "cpu"
+
+    def fingerprint(self, data: Cifar10) -> str:
+        """Hash of the settings and the data sizes; a checkpoint resumes only on a match."""
+        blob = json.dumps(
+            {**asdict(self), "n_train": len(data.train_labels), "n_test": len(data.test_labels)},
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def select_parameters(model: nn.Module, patterns: tuple[str, ...]) -> dict[str, nn.Parameter]:
+    """Trainable parameters whose names match any pattern, in model order.
+
+    Raises ValueError naming a pattern that matches nothing.
+    """
+    named = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    for pattern in patterns:
+        if not fnmatch.filter(named, pattern):
+            raise ValueError(
+                f"dump pattern {pattern!r} matches no trainable tensor; "
+                f"names look like {', '.join(list(named)[:6])}, ..."
+            )
+    return {n: p for n, p in named.items() if any(fnmatch.fnmatchcase(n, q) for q in patterns)}
+
+
+@dataclass
+class GradientAccumulator:
+    """Running float64 sum of minibatch gradients and the last one, per parameter."""
+
+    params: dict[str, nn.Parameter]
+    sums: dict[str, torch.Tensor] = field(init=False)
+    n_batches: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.sums = {n: torch.zeros_like(p, dtype=torch.float64) for n, p in self.params.items()}
+
+    def add(self) -> None:
+        """Add the gradients now in ``.grad`` (call after ``backward``)."""
+        for name, p in self.params.items():
+            self.sums[name].add_(p.grad)
+        self.n_batches += 1
+
+    def result(self) -> dict[str, dict[str, torch.Tensor]]:
+        """``{"epoch_avg": ..., "last_batch": ...}`` as float32 tensors (standard layout)."""
+        avg = {n: (s / self.n_batches).float().contiguous() for n, s in self.sums.items()}
+        last = {n: p.grad.detach().float().contiguous() for n, p in self.params.items()}
+        return dict(zip(KINDS, (avg, last), strict=True))
+
+
+def train_epoch(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    data: Cifar10,
+    settings: TrainSettings,
+    generator: torch.Generator,
+    accumulator: GradientAccumulator | None,
+    device: torch.device,
+) -> tuple[float, float, int]:
+    """One pass over the training split; returns (mean loss, accuracy, images seen)."""
+    model.train()
+    images, labels = data.train_images, data.train_labels
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    for idx in minibatches(len(labels), settings.batch_size, generator):
+        x = to_float_batch(images[idx], device)
+        if settings.augment:
+            x = random_affine(x, generator).contiguous(memory_format=torch.channels_last)
+        y = labels[idx].to(device)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if accumulator is not None:
+            accumulator.add()
+        optimizer.step()
+        loss_sum += loss.detach() * len(idx)
+        correct += (logits.detach().argmax(1) == y).sum()
+    n = len(labels)
+    return loss_sum.item() / n, correct.item() / n, n
+
+
+def train_with_dumps(
+    data: Cifar10,
+    settings: TrainSettings,
+    *,
+    dump_paths: list[Path],
+    log_path: Path,
+    state_dir: Path,
+    extra_metadata: dict[str, object] | None = None,
+) -> list[dict[str, float]]:
+    """Train ``settings.epochs`` epochs and write one dump per epoch.
+
+    ``dump_paths[e - 1]`` receives epoch ``e``'s dump; ``log_path`` a TSV of
+    :data:`LOG_COLUMNS`; ``state_dir`` (not a declared output) keeps the
+    checkpoint and the dumps written so far, so that a rerun resumes. Returns
+    the per-epoch log rows.
+    """
+    if len(dump_paths) != settings.epochs:
+        raise ValueError(f"{len(dump_paths)} dump paths for {settings.epochs} epochs")
+    torch.set_num_threads(settings.threads)
+    device = resolve_device(settings.device)
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_path = state_dir / "checkpoint.pt"
+    fingerprint = settings.fingerprint(data)
+
+    model = build_model(settings.model, seed=settings.seed).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=settings.momentum)
+    generator = torch.Generator().manual_seed(settings.seed)
+    params = select_parameters(model, settings.dump_tensors)
+    history: list[dict[str, float]] = []
+    start_epoch = 1
+
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, weights_only=False, map_location=device)
+        if ckpt["fingerprint"] == fingerprint:
+            model.load_state_dict(ckpt["model"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            generator.set_state(ckpt["generator"])
+            torch.set_rng_state(ckpt["torch_rng"])
+            if device.type == "cuda":
+                torch.cuda.set_rng_state(ckpt["cuda_rng"])
+            history = ckpt["history"]
+            start_epoch = ckpt["epoch"] + 1
+            log.info(
+                "resuming %s seed %d from %s after epoch %d",
+                settings.model,
+                settings.seed,
+                ckpt_path,
+                ckpt["epoch"],
+            )
+        else:
+            log.warning("ignoring checkpoint %s: it was written with other settings", ckpt_path)
+    log.info(
+        "training %s (seed %d) on %s: %d train / %d test images, %d epochs, %d dumped tensors",
+        settings.model,
+        settings.seed,
+        device,
+        len(data.train_labels),
+        len(data.test_labels),
+        settings.epochs,
+        len(params),
+    )
+
+    for epoch in range(start_epoch, settings.epochs + 1):
+        t0 = time.perf_counter()
+        accumulator = GradientAccumulator(params)
+        train_loss, train_acc, seen = train_epoch(
+            model, optimizer, data, settings, generator, accumulator, device
+        )
+        train_seconds = time.perf_counter() - t0
+        test_loss, test_acc = evaluate(
+            model,
+            data.test_images,
+            data.test_labels,
+            batch_size=settings.eval_batch_size,
+            device=device,
+        )
+        write_dump(
+            state_dir / f"epoch{epoch}.safetensors",
+            accumulator.result(),
+            {
+                "model": settings.model,
+                "seed": settings.seed,
+                "epoch": epoch,
+                "n_batches": accumulator.n_batches,
+                "batch_size": settings.batch_size,
+                "n_train": len(data.train_labels),
+                **(extra_metadata or {}),
+            },
+        )
+        row = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "train_acc": train_acc,
+            "test_loss": test_loss,
+            "test_acc": test_acc,
+            "images_per_s": seen / train_seconds,
+            "seconds": time.perf_counter() - t0,
+        }
+        history.append(row)
+        atomic_torch_save(
+            {
+                "fingerprint": fingerprint,
+                "epoch": epoch,
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "generator": generator.get_state(),
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
+                "history": history,
+            },
+            ckpt_path,
+        )
+        log.info(
+            "epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  %.0f images/s  %.1f s",
+            epoch,
+            settings.epochs,
+            train_loss,
+            train_acc,
+            test_loss,
+            test_acc,
+            row["images_per_s"],
+            row["seconds"],
+        )
+
+    for epoch, path in enumerate(dump_paths, start=1):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(state_dir / f"epoch{epoch}.safetensors", path)
+    write_tsv(log_path, history, LOG_COLUMNS)
+    return history
+
+
+def train_lossless(
+    data_path: Path,
+    settings: dict[str, object],
+    *,
+    dump_paths: list[Path],
+    log_path: Path,
+    state_dir: Path,
+    threads: int = 1,
+    device: str = "cpu",
+) -> list[dict[str, float]]:
+    """The ``train_lossless`` stage: load the cached data, train with dumps (see
+    :func:`train_with_dumps`). ``settings`` are :class:`TrainSettings` keywords other than
+    ``threads`` and ``device``, which say where the job runs."""
+    from gradcomp.data import load_cifar10
+
+    data = load_cifar10(Path(data_path))
+    full = {**settings, "dump_tensors": tuple(settings.get("dump_tensors", ("*",)))}
+    return train_with_dumps(
+        data,
+        TrainSettings(**full, threads=int(threads), device=device),
+        dump_paths=[Path(p) for p in dump_paths],
+        log_path=Path(log_path),
+        state_dir=Path(state_dir),
+        extra_metadata={"data_source": data.source},
+    )

@@ -1,0 +1,67 @@
+"""Paper Y's per-bit accuracy: the accuracy a federated run gains per uplink bit.
+
+Per-bit accuracy after round t = (test accuracy at t - test accuracy of the initial model) /
+cumulative uplink bits of all users up to t; "coded" charges the Huffman-coded payload,
+"fixed" the fixed-rate one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gradcomp.lossy.run_files import run_identity
+
+__all__ = ["REFERENCE", "per_bit_accuracy", "read_rounds", "variant_label"]
+
+REFERENCE = ("none", "float16")
+
+
+def per_bit_accuracy(rows: pd.DataFrame | Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Paper Y's per-bit accuracy of each round.
+
+    ``(test_acc[t] - test_acc[0]) / cumulative_bits[t]``, the accuracy gained
+    since the initial model (round 0) per uplink bit of all users up to round
+    ``t``, for the coded (``per_bit_acc_coded``) and fixed-rate
+    (``per_bit_acc_fixed``) totals; in accuracy fraction per bit, NaN where no
+    bit was sent yet. ``rows`` are round rows (:attr:`FederatedResult.rounds`
+    or the rounds TSV read back) and must include round 0. Returns the rows
+    sorted by round with the two columns added.
+    """
+    df = pd.DataFrame(rows).sort_values("round").reset_index(drop=True)
+    base = df.loc[df["round"] == 0, "test_acc"]
+    if base.empty:
+        raise ValueError("per_bit_accuracy needs the round-0 row (the initial model's accuracy)")
+    gain = df["test_acc"] - float(base.iloc[0])
+    for kind in ("coded", "fixed"):
+        bits = df[f"cumulative_bits_{kind}"].astype("float64")
+        df[f"per_bit_acc_{kind}"] = (gain / bits.where(bits > 0)).astype("float64")
+    return df
+
+
+def variant_label(compressor: str, rate: int, M: int, quantizer: str) -> str:
+    """Legend label of a compressor variant, e.g. ``gennorm R4 M2``."""
+    if quantizer in REFERENCE:
+        return compressor
+    return f"{compressor} R{rate}" + (f" M{M}" if quantizer == "lloyd" else "")
+
+
+def read_rounds(paths: Sequence[str | Path], quantizers: dict[str, str]) -> pd.DataFrame:
+    """All runs' rounds with per-bit accuracy and identity columns.
+
+    ``quantizers`` maps compressor name -> quantizer kind (from the config).
+    """
+    frames = []
+    for path in paths:
+        ident = run_identity(path)
+        rows = per_bit_accuracy(pd.read_csv(path, sep="\t"))
+        quantizer = quantizers.get(ident["compressor"], ident["compressor"])
+        for key, value in ident.items():
+            rows[key] = value
+        rows["quantizer"] = quantizer
+        rows["variant"] = variant_label(ident["compressor"], ident["rate"], ident["M"], quantizer)
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,108 @@
+"""Files of one federated run: round and uplink tables, the last-round update snapshot, and
+the run's identity read back from its path
+``results/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}/<file>``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import torch
+
+from gradcomp.artifacts import atomic_path, write_tsv
+from gradcomp.lossy.federated import (
+    ROUND_COLUMNS,
+    UPLINK_COLUMNS,
+    FederatedResult,
+    FederatedSettings,
+    run_federated,
+)
+
+__all__ = ["federated_run", "read_snapshot", "run_identity", "save_snapshot", "write_rounds"]
+
+SNAPSHOT_PARTS = ("before", "after", "kept")
+RUN_PATTERN = re.compile(
+    r"(?P<model>[^/]+)/(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)/seed(?P<seed>\d+)/[^/]+$"
+)
+
+
+def run_identity(path: str | Path) -> dict[str, object]:
+    """(model, compressor, rate, M, seed) of a federated run's file path."""
+    match = RUN_PATTERN.search(Path(path).as_posix())
+    if match is None:
+        raise ValueError(
+            f"{path} is not a federated run's file "
+            "(.../{model}/{compressor}/R{rate}_M{m}/seed{seed}/...)"
+        )
+    ident = match.groupdict()
+    return {**ident, "rate": int(ident["rate"]), "M": int(ident["M"]), "seed": int(ident["seed"])}
+
+
+def write_rounds(result: FederatedResult, rounds_tsv: Path, uplink_tsv: Path) -> None:
+    """Write the round rows and the uplink rows as TSV tables (atomically)."""
+    write_tsv(rounds_tsv, result.rounds, ROUND_COLUMNS)
+    write_tsv(uplink_tsv, result.uplink, UPLINK_COLUMNS)
+
+
+def save_snapshot(snapshot: dict[str, dict[str, torch.Tensor]], path: Path) -> None:
+    """Save a last-round update snapshot (:attr:`FederatedResult.snapshot`) as safetensors.
+
+    Keys ``before/<name>``, ``after/<name>`` (float32) and ``kept/<name>`` (bool), in the
+    entry's shape; the metadata key ``gradcomp`` holds the names in order as JSON. Written
+    to a temporary file, then renamed.
+    """
+    from safetensors.torch import save_file
+
+    names = list(snapshot.get("before", {}))
+    flat = {
+        f"{part}/{name}": snapshot[part][name].detach().to("cpu").contiguous()
+        for part in SNAPSHOT_PARTS
+        for name in names
+    }
+    header = {"gradcomp": json.dumps({"names": names}, sort_keys=True)}
+    with atomic_path(path) as tmp:
+        save_file(flat, str(tmp), metadata=header)
+
+
+def read_snapshot(path: Path) -> dict[str, dict[str, torch.Tensor]]:
+    """Read a :func:`save_snapshot` file back as ``{"before": ..., "after": ..., "kept": ...}``."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    with safe_open(str(path), framework="pt") as fh:
+        names = json.loads((fh.metadata() or {}).get("gradcomp", "{}")).get("names", [])
+    flat = load_file(str(path))
+    return {part: {n: flat[f"{part}/{n}"] for n in names} for part in SNAPSHOT_PARTS}
+
+
+def federated_run(
+    data_path: Path,
+    settings: dict[str, object],
+    spec: dict[str, object],
+    *,
+    rounds_tsv: Path,
+    uplink_tsv: Path,
+    update_path: Path,
+    threads: int = 1,
+    device: str = "cpu",
+) -> FederatedResult:
+    """The ``federated`` stage: one run of :func:`run_federated` with the compressor ``spec``
+    (:func:`gradcomp.compression.build_compressor`; one per user, seeded from the run's seed
+    and the user, since error-feedback memory and channel noise are per user), and its files.
+
+    ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
+    ``device``, which say where the job runs.
+    """
+    from gradcomp.compression import build_compressor
+    from gradcomp.data import load_cifar10
+
+    full = FederatedSettings(**settings, threads=int(threads), device=device)
+    result = run_federated(
+        load_cifar10(Path(data_path)),
+        full,
+        lambda user: build_compressor({**spec, "seed": 1000 * full.seed + user}),
+    )
+    write_rounds(result, Path(rounds_tsv), Path(uplink_tsv))
+    save_snapshot(result.snapshot, Path(update_path))
+    return result

@@ -1,0 +1,14 @@
+"""Snakemake script: table T3 (final accuracy, uplink bits by part, per-bit accuracy)."""
+
+from gradcomp.logutil import log_to_file
+from gradcomp.lossy.tables import table_t3
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+table_t3(
+    list(sm.input.rounds),
+    list(sm.input.uplink),
+    dict(sm.params.quantizers),
+    sm.output.tsv,
+    sm.output.md,
+)

@@ -1,8 +1,0 @@
-"""Snakemake script: table T2 (fit quality per family, model and tensor position)."""
-
-from gradcomp.figures import table_t2
-from gradcomp.logutil import log_to_file
-
-sm = snakemake  # noqa: F821 (injected by Snakemake)
-log_to_file(sm.log[0])
-table_t2(list(sm.input.fits), sm.output.tsv, sm.output.md)
