@@ -43,14 +43,7 @@ import numpy as np
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.update_compression import Quantize, UpdateCompressor
-from gradcomp.compression.value_quantizers import (
-    LLOYD_FAMILIES,
-    QUANTIZERS,
-    GaussianChannel,
-    LloydQuantizer,
-    UniformQuantizer,
-    ValueQuantizer,
-)
+from gradcomp.compression.value_quantizers import LLOYD_FAMILIES, QUANTIZERS, ValueQuantizer
 
 __all__ = [
     "SPARSIFIERS",
@@ -181,17 +174,8 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
 def make_quantizer(
     spec: Mapping[str, Any], *, fit_fn: Callable[..., Any] | None = None
 ) -> ValueQuantizer:
-    """The value quantizer of a checked spec (see :func:`check_spec`)."""
-    kind = spec["quantizer"]
-    if kind == "uniform":
-        return UniformQuantizer(spec["rate"], slip=spec["slip"])
-    if kind == "lloyd":
-        return LloydQuantizer(
-            spec["rate"], spec["family"], spec["M"], slip=spec["slip"], fit_fn=fit_fn
-        )
-    if kind == "gaussian_channel":
-        return GaussianChannel(spec["rate"], seed=spec["seed"])
-    return QUANTIZERS[kind]()
+    """The value quantizer of a checked spec (see :func:`check_spec`), from the registry."""
+    return QUANTIZERS[spec["quantizer"]].from_spec(spec, fit_fn=fit_fn)
 
 
 def build_compressor(

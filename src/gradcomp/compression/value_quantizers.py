@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -95,6 +95,11 @@ class ValueQuantizer:
     takes_M: ClassVar[bool] = False
     takes_family: ClassVar[bool] = False
 
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], **kwargs: Any) -> ValueQuantizer:
+        """Build from a checked spec (:func:`gradcomp.compression.specs.check_spec`)."""
+        return cls()
+
     def encode(self, values: torch.Tensor, name: str = "") -> QuantizedValues:
         raise NotImplementedError
 
@@ -153,6 +158,10 @@ class UniformQuantizer(ValueQuantizer):
     def __init__(self, rate: int, *, slip: bool = False):
         self.rate, self.slip = int(rate), bool(slip)
 
+    @classmethod
+    def from_spec(cls, spec, **kwargs):
+        return cls(spec["rate"], slip=spec["slip"])
+
     def encode(self, values, name=""):
         lo, hi = float(values.min()), float(values.max())
         levels = uniform_minmax_levels(lo, hi, self.rate, slip=self.slip)
@@ -204,6 +213,10 @@ class LloydQuantizer(ValueQuantizer):
         self.rate, self.family, self.M, self.slip = int(rate), family, float(M), bool(slip)
         self.fit_fn = fit_fn or _default_fit
 
+    @classmethod
+    def from_spec(cls, spec, *, fit_fn=None, **kwargs):
+        return cls(spec["rate"], spec["family"], spec["M"], slip=spec["slip"], fit_fn=fit_fn)
+
     @property
     def n_levels(self) -> int:
         return 2**self.rate
@@ -250,6 +263,10 @@ class GaussianChannel(ValueQuantizer):
     def __init__(self, rate: int, *, seed: int = 0):
         self.rate = int(rate)
         self.generator = torch.Generator().manual_seed(int(seed))
+
+    @classmethod
+    def from_spec(cls, spec, **kwargs):
+        return cls(spec["rate"], seed=spec["seed"])
 
     def encode(self, values, name=""):
         x = values.to(torch.float64)
