@@ -33,7 +33,9 @@ TINY_CONFIG = {
         "rounds": 2,
         "local_epochs": 1,
         "batch_size": 16,
+        "one_round": {"reference": "none", "seeds": [0]},
         "compressors": [
+            {"name": "dense", "quantizer": "none", "sparsifier": "none"},
             {"name": "none", "quantizer": "none"},
             {"name": "uniform", "quantizer": "uniform", "rates": [2]},
             {

@@ -15,12 +15,13 @@ from gradcomp.lossy.federated import (
     ROUND_COLUMNS,
     UPLINK_COLUMNS,
     FederatedSettings,
-    SequentialExecutor,
+    Federation,
     run_federated,
-    split_users,
 )
+from gradcomp.lossy.local_training import SequentialExecutor, split_users
 from gradcomp.lossy.per_bit import per_bit_accuracy
 from gradcomp.lossy.run_files import read_snapshot, save_snapshot, write_rounds
+from gradcomp.lossy.uplink import aggregate
 
 torch.set_num_threads(1)
 
@@ -129,6 +130,15 @@ def test_split_users_contiguous_disjoint_exact() -> None:
         split_users(3, 3, validation_fraction=0.5, seed=0)
 
 
+def test_aggregate_weights_users_by_their_images() -> None:
+    """w_c + sum_u n_u/n delta_u with unequal n_u (1/K weighting would give 2.5, not 1.75)."""
+    g = {"w": torch.tensor([1.0, -2.0]), "steps": torch.tensor([7])}
+    deltas = [{"w": torch.tensor([1.0, 0.0])}, {"w": torch.tensor([0.0, 4.0])}]
+    out = aggregate(g, deltas, [3, 1])
+    assert torch.equal(out["w"], torch.tensor([1.0 + 0.75, -2.0 + 1.0]))
+    assert torch.equal(out["steps"], g["steps"])  # integer buffers are kept from w_c
+
+
 def test_identity_aggregation_is_fedavg_of_local_states(data, tinybn) -> None:
     executor = RecordingExecutor()
     comps: list[IdentityCompressor] = []
@@ -137,7 +147,7 @@ def test_identity_aggregation_is_fedavg_of_local_states(data, tinybn) -> None:
         comps.append(IdentityCompressor(u))
         return comps[-1]
 
-    s = settings(tinybn, rounds=2)
+    s = settings(tinybn, rounds=2, optimizer_state="fresh")  # fresh: users go to the executor
     result = run_federated(data, s, make, executor=executor)
     assert len(executor.calls) == 2
     globals_seen = [tasks[0].global_state for tasks, _ in executor.calls] + [result.final_state]
@@ -253,15 +263,96 @@ def test_snapshot_holds_user0_last_update(data, tmp_path: Path) -> None:
         assert all(torch.equal(back[part][n], snap[part][n]) for n in snap[part])
 
 
-def test_with_library_none_compressor(data) -> None:
-    from gradcomp import compression as compressors
+def test_dense_float32_compressor_is_exact_and_charges_32_bits_per_entry(data) -> None:
+    """The library's dense float32 sender changes nothing (same final state as sending the
+    update itself) and costs 32 bits per floating-point state entry per user and round."""
+    from gradcomp.compression import build_compressor
 
-    config = {"name": "none", "quantizer": "none"}
-    result = run_federated(
-        data,
-        settings(rounds=1, local_epochs=1),
-        lambda u: compressors.build_compressor(config),
+    s = settings(rounds=2, local_epochs=1)
+    exact = run_federated(data, s, IdentityCompressor)
+    dense = run_federated(data, s, lambda u: build_compressor({"quantizer": "none"}))
+    assert all(torch.equal(dense.final_state[k], exact.final_state[k]) for k in exact.final_state)
+    n_float = sum(t.numel() for t in exact.final_state.values() if t.is_floating_point())
+    assert [row["bits_fixed"] for row in dense.uplink] == [32 * n_float] * 4
+    assert [row["position_bits"] for row in dense.uplink] == [0] * 4
+
+
+def test_validation_split_per_round_or_once(data) -> None:
+    per_round = Federation(data, settings())
+    once = Federation(data, settings(validation_split="once"))
+    r1, r2 = per_round.users(1), per_round.users(2)
+    assert not torch.equal(r1[0].val_idx, r2[0].val_idx)  # reshuffled and re-split
+    for a, b in zip(r1, r2, strict=True):  # ... within the same block
+        assert torch.equal(
+            torch.sort(torch.cat([a.train_idx, a.val_idx])).values,
+            torch.sort(torch.cat([b.train_idx, b.val_idx])).values,
+        )
+    assert all(
+        torch.equal(a.val_idx, b.val_idx) for a, b in zip(once.users(1), once.users(2), strict=True)
     )
-    (row,) = (r for r in result.rounds if r["round"] == 1)
-    assert row["cumulative_bits_coded"] > 0
-    assert result.rounds[1]["test_acc"] >= 0.0
+
+
+@pytest.mark.parametrize("mode", ["shared", "fresh"])
+def test_adam_state_shared_across_users_and_rounds_or_fresh(data, mode) -> None:
+    """Shared (the authors' one compiled Adam): the step count runs on over users and
+    rounds and user 1 starts from user 0's moments; fresh: every user starts at step 0."""
+    s = settings(optimizer_state=mode, local_epochs=2, batch_size=16)
+    fed = Federation(data, s)
+    steps = 2 * math.ceil(fed.users(1)[0].n_train / 16)  # minibatches per user and round
+    seen = []
+    trainer = fed.trainer
+
+    def recording(task):
+        seen.append(task.optimizer_state)
+        return trainer(task)
+
+    object.__setattr__(fed, "trainer", recording)
+    state = fed.initial_state
+    for rnd in (1, 2):
+        outcomes = fed.train(rnd, state)
+        state = outcomes[0].state
+    final_steps = [
+        [float(v["step"]) for v in o.optimizer_state["state"].values()] for o in outcomes
+    ]
+    if mode == "fresh":
+        assert seen == [None] * 4
+        assert all(step == steps for user in final_steps for step in user)
+    else:
+        assert seen[0] is None and all(x is not None for x in seen[1:])
+        assert all(step == 4 * steps for step in final_steps[1])  # 2 rounds x 2 users
+        first = seen[1]["state"]  # what user 1 of round 1 started from: user 0's moments
+        assert all(float(first[k]["step"]) == steps for k in first)
+
+
+class DropCompressor(IdentityCompressor):
+    """Sends nothing useful: the server reconstructs a zero update (costs 1 bit per entry)."""
+
+    def decompress(self, payload, ctx):
+        return {k: torch.zeros_like(v) for k, v in payload.items()}
+
+
+def test_one_round_study_pairs_compressors_on_the_same_updates(data, tinybn) -> None:
+    from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS, one_round_study
+
+    s = settings(tinybn, rounds=3, local_epochs=1)
+    table = one_round_study(
+        data,
+        s,
+        {"exact": IdentityCompressor, "twin": IdentityCompressor, "drop": DropCompressor},
+        reference="exact",
+    )
+    assert list(table.columns) == list(ONE_ROUND_COLUMNS) and len(table) == 9
+    by = {c: g.set_index("round") for c, g in table.groupby("compressor")}
+    # sending the update itself reproduces the uncompressed aggregate, twice identically
+    for c in ("exact", "twin"):
+        assert (by[c]["test_loss"] == by[c]["exact_loss"]).all()
+    # a zero update leaves the round's start model: its accuracy is the start accuracy
+    assert (by["drop"]["test_acc"] == by["drop"]["start_acc"]).all()
+    # the trajectory follows the reference: round r+1 starts where its aggregate ended
+    assert by["exact"]["start_acc"].iloc[1:].tolist() == by["exact"]["test_acc"].iloc[:-1].tolist()
+    # the same as a federated run with the reference compressor
+    run = run_federated(data, s, IdentityCompressor)
+    assert by["exact"]["test_acc"].tolist() == [r["test_acc"] for r in run.rounds[1:]]
+    assert by["exact"]["bits_coded"].tolist() == [r["bits_coded"] for r in run.rounds[1:]]
+    with pytest.raises(ValueError, match="reference"):
+        one_round_study(data, s, {"exact": IdentityCompressor}, reference="none")

@@ -92,7 +92,9 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     runs = sorted(
         p.parent.parent.relative_to(base).as_posix() for p in base.glob("*/*/seed0/rounds.tsv")
     )
-    assert runs == ["gennorm/R2_M0", "gennorm/R2_M2", "none/R32_M0", "uniform/R2_M0"]
+    assert runs == [
+        "dense/R32_M0", "gennorm/R2_M0", "gennorm/R2_M2", "none/R32_M0", "uniform/R2_M0"
+    ]
     rounds = pd.read_csv(base / "gennorm/R2_M2/seed0/rounds.tsv", sep="\t")
     assert rounds["round"].tolist() == [0, 1, 2]
     uplink = pd.read_csv(base / "gennorm/R2_M2/seed0/uplink.tsv", sep="\t")
@@ -105,10 +107,14 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     none = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
     assert none["bits_fixed"].sum() > uplink["bits_fixed"].sum()
     assert (none["position_bits"] > 0).all()  # top-K + float32: positions are charged
-    for fig in ("Y1", "Y2", "Y3", "Y4", "Y5"):
+    for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6"):
         assert (tiny_workdir / f"results/figures/{fig}_mlp.png").stat().st_size > 1000
     t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")
-    assert len(t3) == 4 and t3["per_bit_acc_coded_mean"].notna().all()
+    assert len(t3) == 5 and t3["per_bit_acc_coded_mean"].notna().all()
+    one_round = pd.read_csv(base / "one_round/seed0.tsv", sep="\t")
+    assert len(one_round) == 2 * 5  # rounds x compressor variants
+    t4 = pd.read_csv(tiny_workdir / "results/tables/T4.tsv", sep="\t")
+    assert len(t4) == 5 and (t4["units"] == 2).all()
     rd = pd.read_csv(base / "distortion_study.tsv", sep="\t")
     assert set(rd["M"]) == {0, 2} and (rd["distortion"] > 0).all()
 
@@ -133,7 +139,7 @@ def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
 
 FIGURE_RULES = {
     "all", "figure_L1", "figure_L2", "figure_L3", "figure_L4", "figure_L5", "figures_Y1_Y3",
-    "figure_Y4", "figure_Y5", "table_T1", "table_T2", "table_T3",
+    "figure_Y4", "figure_Y5", "figure_Y6", "table_T1", "table_T2", "table_T3", "table_T4",
 }  # fmt: skip
 # Cheap rules that derive what a figure shows from cached artifacts (no training, no fits).
 DERIVED_RULES = {"tensor_positions", "distortion_study"}
@@ -181,9 +187,9 @@ def test_where_a_job_runs_is_no_rerun_trigger(tiny_workdir: Path, config: str) -
 def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
     tiny(tiny_workdir, "--report", "report.zip")
     names = "\n".join(zipfile.ZipFile(tiny_workdir / "report.zip").namelist())
-    for item in ("L1", "L2", "L3", "L4", "L5", "Y1", "Y2", "Y3", "Y4", "Y5"):
+    for item in ("L1", "L2", "L3", "L4", "L5", "Y1", "Y2", "Y3", "Y4", "Y5", "Y6"):
         assert f"{item}_mlp.png" in names
-    for table in ("T1", "T2", "T3"):
+    for table in ("T1", "T2", "T3", "T4"):
         assert f"{table}.tsv" in names
 
 

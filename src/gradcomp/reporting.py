@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gradcomp.artifacts import write_text
@@ -29,17 +30,37 @@ def summarise(data: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str]) 
 
 
 def to_markdown(table: pd.DataFrame, *, digits: int = 4) -> str:
-    """Render ``table`` as a GitHub Markdown table; ``x_mean``/``x_sd`` pairs become ``m ± s``."""
+    """Render ``table`` as a GitHub Markdown table.
+
+    Column groups become one cell: ``x_mean``/``x_sd`` as ``m ± s``, ``x_mean``/``x_lo``/
+    ``x_hi`` as ``m [lo, hi]``; booleans as ``yes`` or empty.
+    """
     columns: list[str] = []
     cells: dict[str, list[str]] = {}
+    grouped = set()
     for col in table.columns:
-        if col.endswith("_sd") and col[:-3] + "_mean" in table.columns:
+        if not col.endswith("_mean"):
             continue
-        if col.endswith("_mean") and col[:-5] + "_sd" in table.columns:
-            name = col[:-5]
+        name = col[: -len("_mean")]
+        if {f"{name}_lo", f"{name}_hi"} <= set(table.columns):
+            grouped |= {f"{name}_lo", f"{name}_hi"}
+        elif f"{name}_sd" in table.columns:
+            grouped.add(f"{name}_sd")
+    for col in table.columns:
+        if col in grouped:
+            continue
+        name = col[: -len("_mean")] if col.endswith("_mean") else col
+        if col.endswith("_mean") and f"{name}_lo" in grouped:
+            cells[name] = [
+                f"{_fmt(m, digits)} [{_fmt(lo, digits)}, {_fmt(hi, digits)}]"
+                for m, lo, hi in zip(
+                    table[col], table[f"{name}_lo"], table[f"{name}_hi"], strict=True
+                )
+            ]
+        elif col.endswith("_mean") and f"{name}_sd" in grouped:
             cells[name] = [
                 f"{_fmt(m, digits)} ± {_fmt(s, digits)}"
-                for m, s in zip(table[col], table[name + "_sd"], strict=True)
+                for m, s in zip(table[col], table[f"{name}_sd"], strict=True)
             ]
         else:
             name = col
@@ -52,6 +73,8 @@ def to_markdown(table: pd.DataFrame, *, digits: int = 4) -> str:
 
 
 def _fmt(value, digits: int) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else ""
     if isinstance(value, float):
         if math.isnan(value):
             return "–"

@@ -122,6 +122,30 @@ if (_y4["compressor"], _y4["rate"], _y4["M"]) not in VARIANTS:
     )
 
 
+ONE_ROUND = LOSSY["one_round"]
+_reference = [v for v in VARIANTS if v[0] == ONE_ROUND["reference"]]
+if len(_reference) != 1:
+    raise ValueError(
+        f"config key 'lossy.one_round.reference': {ONE_ROUND['reference']!r} must name a "
+        f"compressor of lossy.compressors with exactly one variant (found {_reference})"
+    )
+if FIGURES["paired_baseline"] not in QUANTIZER_OF:
+    raise ValueError(
+        f"config key 'figures.paired_baseline': {FIGURES['paired_baseline']!r} is not a "
+        f"compressor of lossy.compressors ({', '.join(QUANTIZER_OF)})"
+    )
+
+
+def variant_label(name, rate, m):
+    """A compressor variant's label in the one-round study (the run folder's name)."""
+    return f"{name}/R{rate}_M{m}"
+
+
+def one_round_specs(wildcards):
+    """Label -> spec of every compressor variant, for the one-round study."""
+    return {variant_label(*key): spec for key, spec in VARIANTS.items()}
+
+
 def lossy_dir(model, compressor, rate, m, seed):
     """Folder of one federated run."""
     return LOSSY_RUN.format(model=model, compressor=compressor, rate=rate, m=m, seed=seed)
@@ -151,6 +175,8 @@ def federated_settings(wildcards):
         batch_size=LOSSY["batch_size"],
         lr=LOSSY["lr"],
         validation_fraction=LOSSY["validation_fraction"],
+        validation_split=LOSSY["validation_split"],
+        optimizer_state=LOSSY["optimizer_state"],
     )
 
 
@@ -160,13 +186,18 @@ def y4_snapshot(wildcards):
     return f"{run}/update.safetensors"
 
 
+def one_round_files(model):
+    """The one-round study's table of every seed of ``model``."""
+    return [f"results/lossy/{model}/one_round/seed{s}.tsv" for s in ONE_ROUND["seeds"]]
+
+
 def lossy_targets():
-    """Y1-Y5 per model, as PNG and PDF, and T3."""
+    """Y1-Y6 per model, as PNG and PDF, T3 and T4."""
     out = []
     for model in LOSSY["models"]:
-        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5"):
+        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6"):
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
-    out += [f"results/tables/T3.{ext}" for ext in ("tsv", "md")]
+    out += [f"results/tables/{t}.{ext}" for t in ("T3", "T4") for ext in ("tsv", "md")]
     return out
 
 

@@ -1,5 +1,5 @@
-# Paper Y: federated training with compressed updates, the Y5 distortion study, figures
-# Y1-Y5, table T3. Each rule runs the script of the same name, which makes one library call.
+# Paper Y: federated training with compressed updates, the Y5 distortion study, the
+# one-round paired study, figures Y1-Y6, tables T3-T4. Each rule runs the script of the same name, which makes one library call.
 
 
 rule federated:
@@ -25,6 +25,28 @@ rule federated:
         "../../envs/gradcomp.yaml"
     script:
         "../scripts/federated.py"
+
+
+rule one_round_study:
+    input:
+        data=CIFAR10_CACHE,
+    output:
+        table="results/lossy/{model}/one_round/seed{seed}.tsv",
+    params:
+        settings=federated_settings,
+        specs=one_round_specs,
+        reference=variant_label(*_reference[0]),
+    log:
+        "results/logs/lossy/{model}/one_round/seed{seed}.log",
+    threads: LOSSY["threads"]
+    resources:
+        mem_mb=rule_resource("federated", "mem_mb"),
+        runtime=rule_resource("federated", "runtime"),
+        gpu=rule_resource("federated", "gpu"),
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/one_round_study.py"
 
 
 rule distortion_study:
@@ -122,12 +144,56 @@ rule figure_Y5:
         "../scripts/figure_Y5.py"
 
 
+rule figure_Y6:
+    input:
+        tables=lambda wc: one_round_files(wc.model),
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/Y6_{model}.png", caption="../report/Y6.rst", category="Paper Y", subcategory="{model}"),
+        pdf="results/figures/Y6_{model}.pdf",
+    params:
+        quantizers=QUANTIZER_OF,
+        baseline=FIGURES["paired_baseline"],
+    log:
+        "results/logs/figures/Y6_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_Y6.py"
+
+
+rule table_T4:
+    input:
+        tables=[f for model in LOSSY["models"] for f in one_round_files(model)],
+    output:
+        tsv=report("results/tables/T4.tsv", caption="../report/T4.rst", category="Paper Y", subcategory="tables"),
+        md="results/tables/T4.md",
+    params:
+        quantizers=QUANTIZER_OF,
+        baseline=FIGURES["paired_baseline"],
+    log:
+        "results/logs/tables/T4.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/table_T4.py"
+
+
 rule table_T3:
     input:
         rounds=[f for model in LOSSY["models"] for f in lossy_run_files(model, "rounds.tsv")],
         uplink=[f for model in LOSSY["models"] for f in lossy_run_files(model, "uplink.tsv")],
     params:
         quantizers=QUANTIZER_OF,
+        baseline=FIGURES["paired_baseline"],
     output:
         tsv=report("results/tables/T3.tsv", caption="../report/T3.rst", category="Paper Y", subcategory="tables"),
         md="results/tables/T3.md",

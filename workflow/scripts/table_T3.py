@@ -11,4 +11,5 @@ table_t3(
     dict(sm.params.quantizers),
     sm.output.tsv,
     sm.output.md,
+    baseline=sm.params.baseline,
 )

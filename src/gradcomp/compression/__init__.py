@@ -2,12 +2,16 @@
 
 One idea per module: :mod:`~gradcomp.compression.rates` (uplink bits by part),
 :mod:`~gradcomp.compression.memory` (error feedback), :mod:`~gradcomp.compression.sparsifiers`
-(which entries are sent), :mod:`~gradcomp.compression.value_quantizers` (the sent values, a
-name-to-class registry), :mod:`~gradcomp.compression.update_compression` (a whole update
+(which entries are sent), :mod:`~gradcomp.compression.value_quantizers` (the sent values:
+interface and simple kinds; one module per model-based kind, :mod:`~.registry` maps names to
+classes), :mod:`~gradcomp.compression.update_compression` (a whole update
 through one compressor: ``compress`` / ``decompress`` / ``rate``) and
 :mod:`~gradcomp.compression.specs` (checking and building compressors from plain dicts).
 """
 
+from gradcomp.compression.gaussian_channel import GaussianChannel
+from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
+from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, LloydQuantizer
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.rates import (
     FLOAT_BITS,
@@ -16,6 +20,7 @@ from gradcomp.compression.rates import (
     elias_gamma_bits,
     position_code_bits,
 )
+from gradcomp.compression.registry import QUANTIZERS
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.specs import (
     SpecError,
@@ -33,11 +38,7 @@ from gradcomp.compression.update_compression import (
     UpdateCompressor,
 )
 from gradcomp.compression.value_quantizers import (
-    LLOYD_FAMILIES,
-    QUANTIZERS,
     Float16,
-    GaussianChannel,
-    LloydQuantizer,
     PassThrough,
     QuantizedValues,
     UniformQuantizer,
@@ -51,6 +52,7 @@ __all__ = [
     "RATE_FIELDS",
     "Float16",
     "GaussianChannel",
+    "KMeansQuantizer",
     "LloydQuantizer",
     "PassThrough",
     "Quantize",

@@ -11,6 +11,9 @@ Spec keys (``None`` means absent):
 
 - ``quantizer`` (required): a kind of :data:`gradcomp.compression.value_quantizers.QUANTIZERS`.
 - ``family``: the fitted law of a ``lloyd`` quantizer (required there, refused elsewhere).
+- ``lloyd_fit``: ``"update"`` (default: fit the tensor's whole update, design for its law
+  beyond the top-K threshold) or ``"survivors"`` (the paper's code: fit the kept values as
+  if untruncated); ``lloyd`` only.
 - ``rate``: bits per sent value, an integer in 1..16 for kinds without a fixed rate; kinds
   with one (none: 32, float16: 16) accept only that value.
 - ``M``: weight exponent >= 0 of the |g|^M distortion (kinds that take M; others only 0).
@@ -25,8 +28,8 @@ Spec keys (``None`` means absent):
 - ``huffman`` (bool, default True): entropy-code level indices with a real Huffman bitstream.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
-A config entry takes ``name``, ``quantizer``, ``family``, ``sparsifier``, ``topk``,
-``error_feedback`` as above, and the lists ``rates`` and ``M`` (default ``[0]``) whose
+A config entry takes ``name``, ``quantizer``, ``family``, ``lloyd_fit``, ``sparsifier``,
+``topk``, ``error_feedback`` as above, and the lists ``rates`` and ``M`` (default ``[0]``) whose
 product gives the variants; the other spec keys come from the ``lossy`` section.
 """
 
@@ -40,10 +43,12 @@ from typing import Any
 
 import numpy as np
 
+from gradcomp.compression.lloyd_quantizer import FIT_TO, LLOYD_FAMILIES
 from gradcomp.compression.memory import ResidualMemory
+from gradcomp.compression.registry import QUANTIZERS
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.update_compression import Quantize, UpdateCompressor
-from gradcomp.compression.value_quantizers import LLOYD_FAMILIES, QUANTIZERS, ValueQuantizer
+from gradcomp.compression.value_quantizers import ValueQuantizer
 
 __all__ = [
     "SPARSIFIERS",
@@ -58,14 +63,19 @@ __all__ = [
 
 SPARSIFIERS = ("topk", "none")
 SPEC_KEYS = (
-    "name", "quantizer", "family", "rate", "M", "sparsifier", "topk", "topk_budget_percent",
-    "min_entries", "error_feedback", "memory_decay", "slip", "seed", "huffman",
+    "name", "quantizer", "family", "lloyd_fit", "rate", "M", "sparsifier", "topk",
+    "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip", "seed",
+    "huffman",
 )  # fmt: skip
 #: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
-ENTRY_KEYS = ("name", "quantizer", "family", "rates", "M", "sparsifier", "topk", "error_feedback")
+ENTRY_KEYS = (
+    "name", "quantizer", "family", "lloyd_fit", "rates", "M", "sparsifier", "topk",
+    "error_feedback",
+)  # fmt: skip
 #: Keys an entry takes over from the ``lossy`` section unless it sets them itself.
 LOSSY_DEFAULTS = (
     "topk", "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip",
+    "lloyd_fit",
 )  # fmt: skip
 _NAME = re.compile(r"^[a-z][a-z0-9]*$")
 
@@ -112,6 +122,9 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             )
     elif family is not None:
         raise SpecError("family", f"only lloyd quantizers take a family, not {kind}")
+    lloyd_fit = s.get("lloyd_fit", "update")
+    if lloyd_fit not in FIT_TO:
+        raise SpecError("lloyd_fit", f"{lloyd_fit!r} is not one of {FIT_TO}")
 
     rate = s.get("rate")
     if cls.fixed_rate is not None:
@@ -157,6 +170,7 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "name": str(s.get("name", kind)),
         "quantizer": kind,
         "family": family,
+        "lloyd_fit": lloyd_fit,
         "rate": int(rate),
         "M": float(M),
         "sparsifier": sparsifier,

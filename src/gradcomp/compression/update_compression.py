@@ -136,7 +136,8 @@ class TensorCompressor:
             pos_bits, method = position_code_bits(positions.cpu().numpy(), flat.numel())
             values = flat[positions]
         if values.numel():
-            quantized = self.quantizer.encode(values, name)
+            extra = {"full": flat} if self.quantizer.uses_full_tensor else {}
+            quantized = self.quantizer.encode(values, name, **extra)
         else:
             quantized = QuantizedValues(self.quantizer.kind, 0)
         payload = TensorPayload(positions, method, pos_bits, quantized, raw=self.raw)

@@ -1,17 +1,18 @@
 """Figure Y5's study: M-weighted distortion of each quantizer against the rate-distortion bound.
 
 On the entries of one real model update that a federated compressor kept (read from a run's
-update snapshot, :func:`gradcomp.lossy.run_files.read_snapshot`), each value quantizer of the
-federated study (:mod:`gradcomp.compression.value_quantizers`, the same objects) is applied at
-rates R = 1, 2, ... bits per entry and its empirical M-weighted distortion
+update snapshot, :func:`gradcomp.lossy.run_files.read_snapshot`), the value quantizers of the
+federated study (:mod:`gradcomp.compression`, the same objects, given the whole tensor as in
+the federated runs) are applied at rates R = 1, 2, ... bits per entry and their empirical
+M-weighted distortion
 
     D_M = mean over entries of |g|^M (g - g_hat)^2      (units of g^(M+2))
 
-is measured (:func:`gradcomp.quantization.distortion.m_weighted_distortion`). The
-Blahut-Arimoto distortion-rate curve of the GenNorm fitted to those entries under the same
-distortion gives the bound (only the points its discretised grid resolves, ``reliable`` in
-:func:`gradcomp.quantization.rate_distortion.distortion_rate_curve`); top-K leaves a hole
-around zero that this fit does not model, so the bound is the bound of the fitted law.
+is measured (:func:`gradcomp.quantization.distortion.m_weighted_distortion`). The bound is
+the Blahut-Arimoto distortion-rate curve, under the same distortion, of the GenNorm fitted
+(loc 0) to the whole update tensor and restricted to ``|g| >= tau`` (tau: the smallest kept
+magnitude): the law of what is quantized. Only the points its discretised grid resolves
+are kept (``reliable`` in :func:`gradcomp.quantization.rate_distortion.distortion_rate_curve`).
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from gradcomp.artifacts import write_text
-from gradcomp.compression.value_quantizers import (
-    GaussianChannel,
-    LloydQuantizer,
-    UniformQuantizer,
-    ValueQuantizer,
-)
+from gradcomp.compression.gaussian_channel import GaussianChannel
+from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
+from gradcomp.compression.lloyd_quantizer import LloydQuantizer
+from gradcomp.compression.value_quantizers import UniformQuantizer, ValueQuantizer
 from gradcomp.distributions import fit
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.quantization.distortion import m_weighted_distortion
@@ -41,16 +40,22 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BOUND", "distortion_study", "distortion_table", "kept_entries"]
 
-BOUND = "bound (GenNorm fit)"
+BOUND = "bound (GenNorm of the update, |g| >= tau)"
 COLUMNS = ("M", "quantizer", "rate_bits", "distortion")
 
 
 def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):
-    """Name -> value quantizer at ``rate`` bits: uniform min-max, Lloyd for the fitted GenNorm
-    under the same M, Gaussian Lloyd-Max (M = 0) and the Gaussian test channel."""
+    """Name -> value quantizer at ``rate`` bits: uniform min-max, GenNorm Lloyd under the
+    same M (designed for the truncated update, and the authors' fit of the survivors),
+    weighted k-means of the data (same M), Gaussian Lloyd (M = 0) and the Gaussian
+    test channel."""
     quantizers: dict[str, ValueQuantizer] = {
         "uniform": UniformQuantizer(rate, slip=slip),
         "lloyd gennorm (same M)": LloydQuantizer(rate, "gennorm", M, slip=slip),
+        "lloyd gennorm, survivors fit": LloydQuantizer(
+            rate, "gennorm", M, fit_to="survivors", slip=slip
+        ),
+        "k-means (same M)": KMeansQuantizer(rate, M),
         "lloyd gauss (M0)": LloydQuantizer(rate, "norm", 0.0, slip=slip),
         "gaussian channel": GaussianChannel(rate, seed=seed),
     }
@@ -58,19 +63,28 @@ def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):
 
 
 def distortion_table(
-    values: np.ndarray, *, rates: Sequence[int], Ms: Sequence[float], slip: bool = False
+    values: np.ndarray,
+    full: np.ndarray,
+    *,
+    rates: Sequence[int],
+    Ms: Sequence[float],
+    slip: bool = False,
 ) -> pd.DataFrame:
     """Rows ``(M, quantizer, rate_bits, distortion)`` for every quantizer, rate and M on the
-    entries ``values`` (1-D), plus the bound's curve (quantizer :data:`BOUND`) on a fine grid."""
+    kept entries ``values`` (1-D) of the update tensor ``full`` (1-D), plus the bound's
+    curve (quantizer :data:`BOUND`) on a fine grid."""
     x = torch.as_tensor(np.asarray(values, dtype=np.float64).ravel())
-    gennorm = fit(x.numpy(), "gennorm", label="Y5 update")
-    log.info("Y5: %d kept entries, GenNorm fit %s", x.numel(), gennorm.params)
+    whole = torch.as_tensor(np.asarray(full, dtype=np.float64).ravel())
+    tau = float(x.abs().min())
+    gennorm = fit(whole.numpy(), "gennorm", floc=0.0, label="Y5 update")
+    log.info("Y5: %d kept entries of %d, tau %.3g, GenNorm fit %s", x.numel(), whole.numel(),
+             tau, gennorm.params)  # fmt: skip
     rows = []
     for M in Ms:
         for rate in rates:
             for name, quantizer in study_quantizers(rate, M, slip=slip).items():
-                q = quantizer.encode(x, name="Y5 update")
-                x_hat = quantizer.decode(q)
+                extra = {"full": whole} if quantizer.uses_full_tensor else {}
+                x_hat = quantizer.decode(quantizer.encode(x, "Y5 update", **extra))
                 rows.append(
                     {
                         "M": M,
@@ -82,7 +96,7 @@ def distortion_table(
         grid = np.linspace(0.25, max(rates), 4 * max(rates))
         # Blahut-Arimoto's small matrix products run faster on one BLAS thread.
         with threadpool_limits(1):
-            curve = distortion_rate_curve("gennorm", gennorm.params, M, rates=grid)
+            curve = distortion_rate_curve("gennorm", gennorm.params, M, rates=grid, tau=tau)
         curve = curve[curve["reliable"]]  # the points the discretisation resolves
         rows += [
             {"M": M, "quantizer": BOUND, "rate_bits": r, "distortion": d}
@@ -92,8 +106,9 @@ def distortion_table(
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def kept_entries(snapshot: Path, tensor: str) -> np.ndarray:
-    """The non-zero entries of ``tensor``'s update that the compressor kept (float64, 1-D).
+def kept_entries(snapshot: Path, tensor: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(kept, full)``: the non-zero entries of ``tensor``'s update that the compressor kept,
+    and the whole update tensor (both float64, 1-D).
 
     Raises ValueError naming the tensor when the snapshot does not hold it or kept nothing.
     """
@@ -107,7 +122,7 @@ def kept_entries(snapshot: Path, tensor: str) -> np.ndarray:
     keep = snap["kept"][tensor].reshape(-1) & (before != 0)
     if not bool(keep.any()):
         raise ValueError(f"figures.y5_tensor: the compressor kept no entry of {tensor!r}")
-    return before[keep].numpy()
+    return before[keep].numpy(), before.numpy()
 
 
 def distortion_study(
@@ -120,6 +135,7 @@ def distortion_study(
     slip: bool = False,
 ) -> pd.DataFrame:
     """Y5's table for ``tensor`` of a run's update snapshot, written to ``out_tsv``."""
-    table = distortion_table(kept_entries(snapshot, tensor), rates=rates, Ms=Ms, slip=slip)
+    kept, full = kept_entries(snapshot, tensor)
+    table = distortion_table(kept, full, rates=rates, Ms=Ms, slip=slip)
     write_text(out_tsv, table.to_csv(sep="\t", index=False))
     return table

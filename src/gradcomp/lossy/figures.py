@@ -1,10 +1,10 @@
-"""Paper Y's figures (Y1-Y5) from the federated runs' cached tables and update snapshots.
+"""Paper Y's figures: Y1-Y3 from the federated runs' round tables, Y4 and Y5 from a run's
+update snapshot, Y6 from the one-round paired study.
 
-A run's identity (model, compressor, rate R, M, seed) is read from its path,
-``results/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}/rounds.tsv``.
-Per-bit accuracy after round t = (test accuracy at t - test accuracy of the
-initial model) / cumulative uplink bits of all users up to t; "coded" uses the
-Huffman-coded payload, "fixed" R bits per kept entry.
+Per-bit accuracy after round t = (test accuracy at t - test accuracy of the initial model)
+/ cumulative uplink bits of all users up to t (Huffman-coded payload). Every variant keeps
+its look across figures (:mod:`gradcomp.lossy.styles`); panels are rates R, with the
+uncompressed references in every panel; legends sit outside the axes.
 """
 
 from __future__ import annotations
@@ -15,21 +15,51 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from gradcomp import plots
 from gradcomp.lossy.distortion_study import BOUND
-from gradcomp.lossy.per_bit import REFERENCE, read_rounds
+from gradcomp.lossy.paired import t_interval
+from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
+from gradcomp.lossy.styles import is_reference, legend_outside, variant_styles
+from gradcomp.lossy.tables import one_round_data
 
 
-def _by_rate_panels(data: pd.DataFrame) -> pd.DataFrame:
-    """Duplicate the reference runs (none, float16) into every rate panel."""
-    rates = sorted(data.loc[~data["quantizer"].isin(REFERENCE), "rate"].unique())
-    quantized = data[~data["quantizer"].isin(REFERENCE)].copy()
-    quantized["panel"] = quantized["rate"].map(lambda r: f"R = {r} bits")
-    refs = [data[data["quantizer"].isin(REFERENCE)].assign(panel=f"R = {r} bits") for r in rates]
-    return pd.concat([quantized, *refs], ignore_index=True) if rates else data.assign(panel="all")
+def _rate_panels(data: pd.DataFrame, quantizers: dict[str, str]) -> list[int]:
+    """The rates that get a panel: those of the compressed variants (all rates if none)."""
+    compressed = data[~data["compressor"].map(lambda c: is_reference(quantizers.get(c, c)))]
+    return sorted((compressed if len(compressed) else data)["rate"].unique())
+
+
+def _in_panel(data: pd.DataFrame, rate: int, quantizers: dict[str, str]) -> pd.DataFrame:
+    ref = data["compressor"].map(lambda c: is_reference(quantizers.get(c, c)))
+    return data[ref | (data["rate"] == rate)]
+
+
+def _panels(n: int, *, width: float = 3.6, height: float = 3.0):
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False, sharey=True)
+    return fig, axes[0]
+
+
+def _curves(data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False) -> None:
+    """Mean over seeds of ``y`` against ``x`` per variant, one panel per rate."""
+    plots.set_theme()
+    styles = variant_styles(data, quantizers)
+    rates = _rate_panels(data, quantizers)
+    fig, axes = _panels(len(rates))
+    for ax, rate in zip(axes, rates, strict=True):
+        at = _in_panel(data, rate, quantizers)
+        for key, rows in at.groupby(["compressor", "rate", "M"], sort=False):
+            mean = rows.groupby("round")[[x, y]].mean().sort_index()
+            ax.plot(mean[x], mean[y], **styles[key].line())
+        ax.set_title(f"R = {rate}", fontsize=9)
+        ax.set_xlabel(xlabel)
+        if log_x:
+            ax.set_xscale("log")
+    axes[0].set_ylabel(ylabel)
+    legend_outside(fig, axes)
+    fig.suptitle(title, fontsize=9)
+    plots.save_figure(fig, png)
 
 
 def figures_y1_y3(
@@ -42,77 +72,125 @@ def figures_y1_y3(
     model: str,
     source: str = "",
 ) -> None:
-    """Y1 accuracy vs round, Y2 accuracy vs cumulative uplink bits, Y3 per-bit accuracy vs M."""
+    """Y1 accuracy vs round, Y2 accuracy vs cumulative uplink bits, Y3 per-bit accuracy vs M
+    (means over seeds; ``quantizers``: compressor name -> kind, in config order)."""
     data = read_rounds(rounds_tsvs, quantizers)
     seeds = data["seed"].nunique()
-    note = f" (mean ± sd over {seeds} seeds)" if seeds > 1 else ""
     src = f"\n{source}" if source else ""
-    panels = _by_rate_panels(data)
-    plots.plot_lines(
-        panels, x="round", y="test_acc", hue="variant", col="panel", png_path=png_y1,
-        xlabel="round", ylabel="test accuracy",
-        title=f"Y1 {model}: test accuracy per round{note}{src}",
+    _curves(
+        data, quantizers, "round", "test_acc", xlabel="round", ylabel="test accuracy", png=png_y1,
+        title=f"Y1 {model}: test accuracy per round (mean over {seeds} seeds){src}",
     )  # fmt: skip
-    # seeds send slightly different bit counts: average x and y per round, one line each
-    sent = (
-        panels[panels["cumulative_bits_coded"] > 0]
-        .groupby(["panel", "variant", "round"], as_index=False)[
-            ["cumulative_bits_coded", "test_acc"]
-        ]
-        .mean()
-    )
-    plots.plot_lines(
-        sent, x="cumulative_bits_coded", y="test_acc", hue="variant", col="panel", png_path=png_y2,
-        log_x=True, xlabel="cumulative uplink bits (all users, Huffman-coded payload)",
-        ylabel="test accuracy",
+    sent = data[data["cumulative_bits_coded"] > 0]
+    _curves(
+        sent, quantizers, "cumulative_bits_coded", "test_acc", log_x=True, png=png_y2,
+        xlabel="cumulative uplink bits (all users, coded)", ylabel="test accuracy",
         title=f"Y2 {model}: test accuracy vs uplink bits (mean over {seeds} seeds){src}",
     )  # fmt: skip
     plot_per_bit_vs_m(
-        data, png_y3, title=f"Y3 {model}: per-bit accuracy after the last round{note}{src}"
-    )
+        data, quantizers, png_y3,
+        title=f"Y3 {model}: per-bit accuracy after the last round "
+        f"(mean and 95% interval over {seeds} seeds){src}",
+    )  # fmt: skip
 
 
-def plot_per_bit_vs_m(data: pd.DataFrame, png: str | Path, *, title: str) -> None:
-    """Y3: final-round per-bit accuracy of the Lloyd quantizers vs M, one panel per rate,
-    with the other compressors at the same rate as horizontal reference lines."""
+def plot_per_bit_vs_m(
+    data: pd.DataFrame, quantizers: dict[str, str], png: str | Path, *, title: str
+) -> None:
+    """Y3: final-round per-bit accuracy vs M for the compressors with several M, one panel
+    per rate; the others at that rate (and the references) as horizontal lines."""
     plots.set_theme()
     final = data[data["round"] == data["round"].max()]
-    rates = sorted(final.loc[~final["quantizer"].isin(REFERENCE), "rate"].unique())
-    fig, axes = plt.subplots(
-        1, max(len(rates), 1), figsize=(4.2 * max(len(rates), 1), 3.6), squeeze=False
-    )
-    for ax, rate in zip(axes[0], rates, strict=False):
-        at_rate = final[(final["rate"] == rate) | final["quantizer"].isin(REFERENCE)]
-        lloyd = at_rate[at_rate["quantizer"] == "lloyd"]
-        sweep = lloyd.groupby("compressor")["M"].nunique()
-        for i, compressor in enumerate(sweep.index):
-            rows = lloyd[lloyd["compressor"] == compressor]
-            if sweep[compressor] > 1:
-                sns.lineplot(
-                    data=rows,
-                    x="M",
-                    y="per_bit_acc_coded",
-                    marker="o",
-                    errorbar="sd",
-                    ax=ax,
-                    label=f"{compressor} (lloyd)",
-                    color=f"C{i}",
-                )
-        flat = at_rate[~at_rate["compressor"].isin(sweep[sweep > 1].index)]
-        for j, (variant, rows) in enumerate(flat.groupby("variant")):
+    styles = variant_styles(final, quantizers)
+    rates = _rate_panels(final, quantizers)
+    fig, axes = _panels(len(rates), width=3.8, height=3.2)
+    for ax, rate in zip(axes, rates, strict=True):
+        at = _in_panel(final, rate, quantizers)
+        sweep = at.groupby("compressor")["M"].nunique()
+        for name in sweep[sweep > 1].index:
+            rows = at[at["compressor"] == name]
+            stats = [(M, *t_interval(g["per_bit_acc_coded"])) for M, g in rows.groupby("M")]
+            Ms, mean, lo, hi = (np.array(v) for v in zip(*stats, strict=True))
+            style = styles[(name, rate, int(Ms[-1]))]
+            ax.errorbar(
+                Ms, mean, yerr=[mean - lo, hi - mean], color=style.color, marker=style.marker,
+                ls=style.linestyle, capsize=2, lw=1.3, ms=4, label=f"{name} R{rate} (vs M)",
+            )  # fmt: skip
+        for key, rows in at[~at["compressor"].isin(sweep[sweep > 1].index)].groupby(
+            ["compressor", "rate", "M"]
+        ):
+            mean, lo, hi = t_interval(rows["per_bit_acc_coded"])
+            style = styles[key]
             ax.axhline(
-                rows["per_bit_acc_coded"].mean(),
-                ls="--",
-                lw=1,
-                color=f"C{j + len(sweep)}",
-                label=variant,
+                mean, color=style.color, ls=style.linestyle or "-", lw=1.1, label=style.label
             )
-        ax.set_title(f"R = {rate} bits per kept entry", fontsize=9)
+            if np.isfinite(lo):
+                ax.axhspan(lo, hi, color=style.color, alpha=0.08, lw=0)
+        ax.set_title(f"R = {rate}", fontsize=9)
         ax.set_xlabel("M (distortion weight |g|^M)")
-        ax.set_ylabel("per-bit accuracy (accuracy gain / bit)")
-        ax.legend(fontsize=6)
-    fig.suptitle(title)
+    axes[0].set_ylabel("per-bit accuracy (accuracy gain / bit)")
+    legend_outside(fig, axes)
+    fig.suptitle(title, fontsize=9)
     plots.save_figure(fig, png)
+
+
+def figure_y6(
+    tables: Sequence[str | Path],
+    quantizers: dict[str, str],
+    png: str | Path,
+    *,
+    baseline: str,
+    title: str,
+) -> None:
+    """Y6: the one-round study per variant (mean and 95% interval over seeds x rounds):
+    the accuracy a round gains per uplink bit (top) and the test-loss increase against the
+    uncompressed aggregate (bottom); ``*``: the paired difference to ``baseline`` at the same
+    rate is significant."""
+    from gradcomp.lossy.tables import t4_table
+
+    plots.set_theme()
+    data = one_round_data(tables)
+    summary = t4_table(tables, baseline=baseline).set_index(["compressor", "rate", "M"])
+    styles = variant_styles(data, quantizers)
+    rates = _rate_panels(data, quantizers)
+    fig, axes = plt.subplots(
+        2, len(rates), figsize=(3.8 * len(rates), 5.6), squeeze=False, sharey="row"
+    )
+    metrics = (
+        ("gain_per_bit", "gain_per_bit", "round's accuracy gain / bit"),
+        ("loss_increase", "test_loss", "test loss - uncompressed aggregate's"),
+    )
+    for col, rate in enumerate(rates):
+        at = summary[[_in_panel_key(k, rate, quantizers) for k in summary.index]]
+        for row, (metric, paired, ylabel) in enumerate(metrics):
+            ax = axes[row, col]
+            for i, (key, r) in enumerate(at.iterrows()):
+                style = styles[key]
+                mean, lo, hi = r[f"{metric}_mean"], r[f"{metric}_lo"], r[f"{metric}_hi"]
+                ax.errorbar(
+                    [i], [mean], yerr=[[mean - lo], [hi - mean]] if np.isfinite(lo) else None,
+                    color=style.color, marker=style.marker or "o", capsize=2, ls="none",
+                    ms=5, label=style.label,
+                )  # fmt: skip
+                if bool(r.get(f"{paired}_vs_{baseline}_significant", False)):
+                    ax.annotate("*", (i, hi if np.isfinite(hi) else mean), ha="center",
+                                va="bottom", fontsize=10, color=style.color)  # fmt: skip
+            ax.set_xticks(range(len(at)))
+            ax.set_xticklabels([styles[k].label for k in at.index], rotation=60, ha="right",
+                               fontsize=6)  # fmt: skip
+            if row == 0:
+                ax.set_title(f"R = {rate}", fontsize=9)
+            if col == 0:
+                ax.set_ylabel(ylabel, fontsize=8)
+            ax.axhline(0.0, color="0.6", lw=0.8)
+    legend_outside(fig, axes[0])
+    fig.suptitle(title, fontsize=9)
+    plots.save_figure(fig, png)
+
+
+def _in_panel_key(key, rate: int, quantizers: dict[str, str]) -> bool:
+    name, r, _ = key
+    return is_reference(quantizers.get(name, name)) or r == rate
 
 
 def figure_y4(

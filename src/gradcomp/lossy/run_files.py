@@ -18,6 +18,7 @@ from gradcomp.lossy.federated import (
     FederatedSettings,
     run_federated,
 )
+from gradcomp.lossy.uplink import compressor_factory
 
 __all__ = ["federated_run", "read_snapshot", "run_identity", "save_snapshot", "write_rounds"]
 
@@ -88,21 +89,15 @@ def federated_run(
     device: str = "cpu",
 ) -> FederatedResult:
     """The ``federated`` stage: one run of :func:`run_federated` with the compressor ``spec``
-    (:func:`gradcomp.compression.build_compressor`; one per user, seeded from the run's seed
-    and the user, since error-feedback memory and channel noise are per user), and its files.
+    (one per user, :func:`gradcomp.lossy.uplink.compressor_factory`), and its files.
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
     ``device``, which say where the job runs.
     """
-    from gradcomp.compression import build_compressor
     from gradcomp.data import load_cifar10
 
     full = FederatedSettings(**settings, threads=int(threads), device=device)
-    result = run_federated(
-        load_cifar10(Path(data_path)),
-        full,
-        lambda user: build_compressor({**spec, "seed": 1000 * full.seed + user}),
-    )
+    result = run_federated(load_cifar10(Path(data_path)), full, compressor_factory(spec, full.seed))
     write_rounds(result, Path(rounds_tsv), Path(uplink_tsv))
     save_snapshot(result.snapshot, Path(update_path))
     return result

@@ -162,8 +162,11 @@ class SymmetricLaw:
         h = self.half_moment(M + j[:, None], u, v)
         return h[:, 0] + (-1.0) ** j * h[:, 1]
 
-    def symmetric_gamma_quantiles(self, alpha: float, factor: float, n: int) -> np.ndarray:
-        """Quantiles ``(k + 1/2)/n`` of the symmetric law with ``|x|^p / factor ~ Gamma(alpha)``.
+    def symmetric_gamma_quantiles(
+        self, alpha: float, factor: float, n: int, tau: float = 0.0
+    ) -> np.ndarray:
+        """Quantiles ``(k + 1/2)/n`` of the symmetric law with ``|x|^p / factor ~ Gamma(alpha)``,
+        restricted to ``|x| >= tau``.
 
         Unit scale. With ``alpha = (M + gamma0 + 1)/p, factor = 1`` this is the
         ``|x|^M``-tilted law; with ``alpha = ((M + gamma0)/3 + 1)/p, factor = 3`` the
@@ -171,8 +174,24 @@ class SymmetricLaw:
         """
         u = (np.arange(n) + 0.5) / n
         q = np.abs(2.0 * u - 1.0)
-        t = special.gammaincinv(alpha, q)
+        p_tau = special.gammainc(alpha, tau**self.p / factor) if tau > 0 else 0.0
+        t = special.gammaincinv(alpha, p_tau + q * (1.0 - p_tau))
         return np.sign(2.0 * u - 1.0) * (factor * t) ** (1.0 / self.p)
+
+    def truncated_cell_moments(self, a, b, M: float, tau: float, orders=(0, 1, 2)) -> np.ndarray:
+        """:meth:`cell_moments` of the law restricted to ``|x| >= tau`` (not renormalised):
+        each cell ``[a, b]`` is cut to its parts in ``(-inf, -tau]`` and ``[tau, inf)``."""
+        if tau <= 0:
+            return self.cell_moments(a, b, M, orders)
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        upper = self.cell_moments(np.maximum(a, tau), np.maximum(b, tau), M, orders)
+        lower = self.cell_moments(np.minimum(a, -tau), np.minimum(b, -tau), M, orders)
+        return upper + lower
+
+    def tail_mass(self, tau: float) -> float:
+        """``P(|X| >= tau)`` of the centred law."""
+        return 1.0 if tau <= 0 else float(2.0 * self.half_moment(0.0, tau, np.inf))
 
 
 def _as_law(family: str | SymmetricLaw, params: dict[str, float] | None) -> SymmetricLaw:
@@ -237,11 +256,13 @@ def expected_distortion(
     levels,
     M: float,
     thresholds=None,
+    tau: float = 0.0,
 ) -> float:
     """Expected M-weighted distortion ``E |X - loc|^M (X - Q(X))^2`` per entry (closed form).
 
     ``levels``: shape (L,), sorted, in units of x. ``thresholds``: shape (L-1,);
-    default midpoints (nearest-level cells). Units: x^(M+2).
+    default midpoints (nearest-level cells). ``tau``: the expectation is conditional on
+    ``|X - loc| >= tau`` (units of x). Units: x^(M+2).
     """
     law = _as_law(family, params)
     y = (np.asarray(levels, dtype=np.float64) - law.loc) / law.scale
@@ -251,8 +272,9 @@ def expected_distortion(
         else (np.asarray(thresholds, dtype=np.float64) - law.loc) / law.scale
     )
     lo, hi = _edges(t)
-    m = law.unit.cell_moments(lo, hi, M)
-    return _distortion_from_moments(m, y) * law.scale ** (M + 2.0)
+    unit = law.unit
+    m = unit.truncated_cell_moments(lo, hi, M, tau / law.scale)
+    return _distortion_from_moments(m, y) * law.scale ** (M + 2.0) / unit.tail_mass(tau / law.scale)
 
 
 def _midpoints(levels: np.ndarray) -> np.ndarray:
@@ -286,13 +308,16 @@ class LloydResult:
         return LevelQuantizer(self.levels, self.thresholds)
 
 
-def _initial_levels(law: SymmetricLaw, n_levels: int, M: float, init) -> np.ndarray:
-    """Initial levels on the unit-scale centred law."""
+def _initial_levels(
+    law: SymmetricLaw, n_levels: int, M: float, init, tau: float = 0.0
+) -> np.ndarray:
+    """Initial levels on the unit-scale centred law (``tau``: truncation, unit scale)."""
     unit = law.unit
     if init is None or (isinstance(init, str) and init == "companding"):
-        return unit.symmetric_gamma_quantiles(((M + law.gamma0) / 3.0 + 1.0) / law.p, 3.0, n_levels)
+        alpha = ((M + law.gamma0) / 3.0 + 1.0) / law.p
+        return unit.symmetric_gamma_quantiles(alpha, 3.0, n_levels, tau)
     if isinstance(init, str) and init == "tilted":
-        return unit.symmetric_gamma_quantiles((M + law.gamma0 + 1.0) / law.p, 1.0, n_levels)
+        return unit.symmetric_gamma_quantiles((M + law.gamma0 + 1.0) / law.p, 1.0, n_levels, tau)
     if isinstance(init, str) and init == "uniform":
         # cell midpoints of L equal cells on +-3 standard deviations of the law
         half = 3.0 * math.sqrt(unit.abs_moment(2.0))
@@ -317,6 +342,7 @@ def lloyd_design(
     init=None,
     one_iteration: bool = False,
     moments: str = "closed_form",
+    tau: float = 0.0,
 ) -> LloydResult:
     """Lloyd quantizer for ``|x|^M``-weighted L2 distortion under a fitted law.
 
@@ -332,6 +358,9 @@ def lloyd_design(
         (L equal cells on +-3 std), or an array of L levels in units of x.
     one_iteration : reproduce the authors' slip: return after the first update.
     moments : ``"closed_form"`` (default) or ``"quad"`` (numerical reference, slow).
+    tau : design for the law restricted to ``|x - loc| >= tau`` (units of x), what a
+        top-K sparsifier with threshold ``tau`` leaves; the distortion is then the
+        conditional expectation given ``|x - loc| >= tau``. 0: the whole law.
 
     Cells with zero weighted mass keep their previous level, clipped into the cell.
 
@@ -344,20 +373,26 @@ def lloyd_design(
         raise ValueError("n_levels must be >= 1")
     if M < 0:
         raise ValueError("M must be >= 0")
+    if not tau >= 0:
+        raise ValueError(f"tau must be >= 0, got {tau}")
     law = _as_law(family, params)
     unit = law.unit
+    t = float(tau) / law.scale  # truncation on the unit-scale law
     if moments == "closed_form":
 
         def cell_moments(lo, hi):
-            return unit.cell_moments(lo, hi, M)
-    elif moments == "quad":
+            return unit.truncated_cell_moments(lo, hi, M, t)
+    elif moments == "quad" and t == 0:
 
         def cell_moments(lo, hi):
             return reference_partial_moments_quad(unit, lo, hi, M)
     else:
-        raise ValueError(f"unknown moments {moments!r}")
+        raise ValueError(f"unknown moments {moments!r} (quad only without truncation)")
+    mass = unit.tail_mass(t)
+    if not mass > 0:
+        raise ValueError(f"the law has no mass beyond tau = {tau}")
 
-    y = _initial_levels(law, n_levels, M, init)
+    y = _initial_levels(law, n_levels, M, init, t)
     lo, hi = _edges(_midpoints(y))
     m = cell_moments(lo, hi)
     history = [_distortion_from_moments(m, y)]
@@ -380,11 +415,12 @@ def lloyd_design(
             break
 
     levels = law.loc + law.scale * y
+    unit_to_x = law.scale ** (M + 2.0) / mass  # conditional on |x - loc| >= tau
     return LloydResult(
         levels=levels,
         thresholds=_midpoints(levels),
-        distortion=history[-1] * law.scale ** (M + 2.0),
-        history=np.asarray(history) * law.scale ** (M + 2.0),
+        distortion=history[-1] * unit_to_x,
+        history=np.asarray(history) * unit_to_x,
         n_iter=n_iter,
         converged=converged,
         family=law.family,

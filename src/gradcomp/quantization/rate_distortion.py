@@ -149,27 +149,30 @@ def blahut_arimoto(
     return BAResult(max(rate_nats, 0.0) / LN2, distortion, q, float(s), n_iter, gap)
 
 
-def discretise(law: SymmetricLaw, M: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+def discretise(
+    law: SymmetricLaw, M: float, n: int, tau: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """About ``n`` cells of the unit-scale centred law: (points (n',), probabilities (n',)).
 
     Interior edges: a quarter are quantiles of the Panter-Dite density ``f^(1/3)``
     (where the probability is) and three quarters of ``(|x|^M f)^(1/3)`` (where the
     weighted distortion is); for ``M = 0`` both are the same and all ``n`` come from one.
-    Points are the cells' conditional means (closed form).
+    Points are the cells' conditional means (closed form). ``tau`` (unit scale): the law
+    restricted to ``|x| >= tau`` (what top-K keeps), with ``+-tau`` as edges.
     """
     unit = law.unit
 
     def edges(m_weight: float, k: int) -> np.ndarray:
         alpha = ((m_weight + law.gamma0) / 3.0 + 1.0) / law.p
-        return unit.symmetric_gamma_quantiles(alpha, 3.0, k + 1)[1:-1]
+        return unit.symmetric_gamma_quantiles(alpha, 3.0, k + 1, tau)[1:-1]
 
     inner = edges(0.0, n) if M == 0 else np.concatenate([edges(0.0, n // 4), edges(M, n - n // 4)])
-    inner = np.unique(inner)
+    inner = np.unique(np.concatenate([inner, [-tau, tau]] if tau > 0 else [inner]))
     lo = np.concatenate([[-np.inf], inner])
     hi = np.concatenate([inner, [np.inf]])
-    m = unit.cell_moments(lo, hi, 0.0, orders=(0, 1))
+    m = unit.truncated_cell_moments(lo, hi, 0.0, tau, orders=(0, 1))
     keep = m[0] > 0
-    return m[1][keep] / m[0][keep], m[0][keep]
+    return m[1][keep] / m[0][keep], m[0][keep] / m[0][keep].sum()
 
 
 def high_rate_distortion(family: str, params: dict[str, float], M: float, rates) -> np.ndarray:
@@ -183,8 +186,8 @@ def high_rate_distortion(family: str, params: dict[str, float], M: float, rates)
     return math.exp(2.0 * h + M * e_log) / (2.0 * math.pi * math.e) * 2.0 ** (-2.0 * r)
 
 
-def _problem(law: SymmetricLaw, M: float, n: int):
-    x, p = discretise(law, M, n)
+def _problem(law: SymmetricLaw, M: float, n: int, tau: float = 0.0):
+    x, p = discretise(law, M, n, tau)
     return x, p, weighted_distortion_matrix(x, x, M)
 
 
@@ -242,8 +245,12 @@ def distortion_rate_curve(
     n_sweep: int = 30,
     tol: float = 1e-8,
     check_grid: bool = True,
+    tau: float = 0.0,
 ) -> pd.DataFrame:
     """Distortion-rate function D(R) of the fitted law under ``|x|^M (x - y)^2``.
+
+    ``tau`` (units of x): the law restricted to ``|x - loc| >= tau``, what a top-K
+    sparsifier with that threshold keeps (the high-rate column is then NaN).
 
     Give either ``rates`` (bits per entry) or ``slopes`` (multipliers s in units of
     1/distortion of the original scale).
@@ -263,9 +270,10 @@ def distortion_rate_curve(
         raise ValueError("give rates or slopes, not both")
     law = SymmetricLaw.from_family(family, params)
     to_units = law.scale ** (M + 2.0)
+    t = float(tau) / law.scale
 
     if slopes is not None:
-        x, p, d = _problem(law, M, grid_size)
+        x, p, d = _problem(law, M, grid_size, t)
         pts = _slope_points(x, p, d, np.sort(np.asarray(slopes, dtype=np.float64)) * to_units, tol)
         return pd.DataFrame(
             {
@@ -276,16 +284,13 @@ def distortion_rate_curve(
         )
 
     rates = np.arange(0.0, 6.01, 0.25) if rates is None else np.asarray(rates, dtype=np.float64)
-    dist = _rate_sweep(*_problem(law, M, grid_size), M, rates, n_sweep, tol)
-    out = pd.DataFrame(
-        {
-            "rate_bits": rates,
-            "distortion": dist * to_units,
-            "high_rate": high_rate_distortion(family, params, M, rates),
-        }
+    dist = _rate_sweep(*_problem(law, M, grid_size, t), M, rates, n_sweep, tol)
+    high = (
+        high_rate_distortion(family, params, M, rates) if t == 0 else np.full(rates.shape, np.nan)
     )
+    out = pd.DataFrame({"rate_bits": rates, "distortion": dist * to_units, "high_rate": high})
     if check_grid:
-        coarse = _rate_sweep(*_problem(law, M, grid_size // 2), M, rates, n_sweep, tol)
+        coarse = _rate_sweep(*_problem(law, M, grid_size // 2, t), M, rates, n_sweep, tol)
         with np.errstate(invalid="ignore", divide="ignore"):
             change = np.abs(dist / coarse - 1.0)
         out["grid_change"] = change

@@ -1,0 +1,153 @@
+"""The one-round paired study (figure Y6, table T4): every compressor on the same updates.
+
+Full federated runs (:func:`gradcomp.lossy.federated.run_federated`) let each compressor
+drive its own trajectory, so after a few rounds two compressors train different models and
+their accuracy difference carries the noise of two trajectories. Here a single reference
+trajectory is trained (its updates sent through the ``reference`` compressor, top-K float32
+by default) and, at every round, every compressor compresses the *same* user updates; the
+server aggregates each compressor's reconstruction, and the resulting models are evaluated
+on the same test images. Per round and compressor the study records
+
+- ``bits_coded`` / ``bits_fixed``: uplink bits of all users in that round;
+- ``test_acc`` / ``test_loss`` of the aggregate, and of the round's start model
+  (``start_acc`` / ``start_loss``) and of the uncompressed aggregate (``exact_acc`` /
+  ``exact_loss``: the plain average of the users' updates).
+
+Differences between compressors are then paired by (seed, round): the same starting model,
+the same local updates, the same test images, so the only difference is the compressor.
+Each compressor keeps its per-user state (error-feedback memory) across the rounds, fed by
+the reference trajectory's updates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from gradcomp.data import Cifar10
+from gradcomp.lossy.federated import FederatedSettings, Federation
+from gradcomp.lossy.uplink import Compressor, aggregate, model_update, send
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ONE_ROUND_COLUMNS", "one_round_study"]
+
+ONE_ROUND_COLUMNS = (
+    "seed", "round", "compressor", "bits_coded", "bits_fixed", "test_acc", "test_loss",
+    "start_acc", "start_loss", "exact_acc", "exact_loss",
+)  # fmt: skip
+
+
+def one_round_study(
+    data: Cifar10,
+    settings: FederatedSettings,
+    make_compressors: Mapping[str, Callable[[int], Compressor]],
+    *,
+    reference: str,
+) -> pd.DataFrame:
+    """Rows :data:`ONE_ROUND_COLUMNS`, one per round and compressor (see the module doc).
+
+    ``make_compressors``: label -> factory ``user -> compressor`` (called once per user);
+    ``reference``: the label whose aggregate the trajectory follows.
+    """
+    if reference not in make_compressors:
+        raise ValueError(
+            f"the reference compressor {reference!r} is not among {sorted(make_compressors)}"
+        )
+    fed = Federation(data, settings)
+    compressors = {
+        label: [make(u) for u in range(settings.n_users)]
+        for label, make in make_compressors.items()
+    }
+    state = fed.initial_state
+    start_loss, start_acc = fed.evaluate(state)
+    rows: list[dict[str, Any]] = []
+    log.info(
+        "one-round study %s (seed %d): %d compressors along the %s trajectory, %d rounds, "
+        "%d test images",
+        settings.model,
+        settings.seed,
+        len(compressors),
+        reference,
+        settings.rounds,
+        len(data.test_labels),
+    )
+    for rnd in range(1, settings.rounds + 1):
+        t0 = time.perf_counter()
+        outcomes = fed.train(rnd, state)
+        updates = [model_update(o.state, state) for o in outcomes]
+        n_train = [o.n_train for o in outcomes]
+        exact_loss, exact_acc = fed.evaluate(aggregate(state, updates, n_train))
+        head = {
+            "seed": settings.seed, "round": rnd, "start_acc": start_acc,
+            "start_loss": start_loss, "exact_acc": exact_acc, "exact_loss": exact_loss,
+        }  # fmt: skip
+        following = None
+        for label, user_compressors in compressors.items():
+            sent = [
+                send(c, u, rnd=rnd, user=o.user, n_train=o.n_train)
+                for c, u, o in zip(user_compressors, updates, outcomes, strict=True)
+            ]
+            new_state = aggregate(state, [s.recon for s in sent], n_train)
+            loss, acc = fed.evaluate(new_state)
+            rows.append(
+                {
+                    **head,
+                    "compressor": label,
+                    "bits_coded": sum(s.row["bits_coded"] for s in sent),
+                    "bits_fixed": sum(s.row["bits_fixed"] for s in sent),
+                    "test_acc": acc,
+                    "test_loss": loss,
+                }
+            )
+            if label == reference:
+                following = (new_state, loss, acc)
+        state, start_loss, start_acc = following
+        log.info(
+            "round %d/%d: uncompressed aggregate acc %.4f, %s acc %.4f, %d compressors, %.1f s",
+            rnd,
+            settings.rounds,
+            exact_acc,
+            reference,
+            start_acc,
+            len(compressors),
+            time.perf_counter() - t0,
+        )
+    return pd.DataFrame(rows, columns=list(ONE_ROUND_COLUMNS))
+
+
+def one_round_run(
+    data_path,
+    settings: dict[str, Any],
+    specs: Mapping[str, Mapping[str, Any]],
+    *,
+    reference: str,
+    out_tsv,
+    threads: int = 1,
+    device: str = "cpu",
+) -> pd.DataFrame:
+    """The ``one_round_study`` stage: :func:`one_round_study` of every compressor ``specs``
+    (label -> checked spec) for one seed, written to ``out_tsv``.
+
+    ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
+    ``device``, which say where the job runs.
+    """
+    from pathlib import Path
+
+    from gradcomp.artifacts import write_text
+    from gradcomp.data import load_cifar10
+    from gradcomp.lossy.uplink import compressor_factory
+
+    full = FederatedSettings(**settings, threads=int(threads), device=device)
+    table = one_round_study(
+        load_cifar10(Path(data_path)),
+        full,
+        {label: compressor_factory(spec, full.seed) for label, spec in specs.items()},
+        reference=reference,
+    )
+    write_text(out_tsv, table.to_csv(sep="\t", index=False))
+    return table

@@ -1,0 +1,100 @@
+"""How a compressor variant looks in every paper-Y figure: one colour per compressor (config
+entry), graded from light to dark over its M values, one marker and line style per rate R;
+the uncompressed references in greys. Legends go outside the axes (:func:`legend_outside`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from gradcomp.lossy.per_bit import REFERENCE
+
+__all__ = ["Style", "legend_outside", "variant_styles"]
+
+_PALETTE = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+    "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173",
+]  # fmt: skip
+_GREYS = ["#000000", "#555555", "#999999"]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+_LINES = ["-", "--", "-.", ":"]
+
+
+@dataclass(frozen=True)
+class Style:
+    """Colour, marker, line style and legend label of one variant."""
+
+    color: str
+    marker: str
+    linestyle: str
+    label: str
+
+    def line(self) -> dict[str, object]:
+        """Keyword arguments for ``Axes.plot``."""
+        return {
+            "color": self.color, "marker": self.marker, "ls": self.linestyle,
+            "label": self.label, "lw": 1.3, "ms": 4,
+        }  # fmt: skip
+
+
+def _shade(color: str, i: int, n: int) -> str:
+    """The i-th of n shades of ``color``: light (i = 0) to the full colour (i = n - 1)."""
+    if n <= 1:
+        return color
+    mix = 0.6 * (n - 1 - i) / (n - 1)
+    rgb = mcolors.to_rgb(color)
+    return mcolors.to_hex(tuple(c + (1.0 - c) * mix for c in rgb))
+
+
+def is_reference(quantizer: str) -> bool:
+    """Uncompressed values (float32 or float16): drawn in greys, in every rate panel."""
+    return quantizer in REFERENCE
+
+
+def variant_styles(
+    variants: pd.DataFrame, quantizers: Mapping[str, str]
+) -> dict[tuple[str, int, int], Style]:
+    """``(compressor, rate, M) -> Style`` for the variants (columns compressor, rate, M);
+    ``quantizers`` (name -> kind, in config order) fixes each compressor's colour."""
+    order = list(quantizers)
+    rates = sorted(v for v, q in zip(variants["rate"], variants["compressor"], strict=True)
+                   if not is_reference(quantizers.get(q, q)))  # fmt: skip
+    rate_index = {r: i for i, r in enumerate(dict.fromkeys(rates))}
+    refs = [n for n in order if is_reference(quantizers[n])]
+    others = [n for n in order if not is_reference(quantizers[n])]
+    styles = {}
+    for (name, rate, M), _ in variants.groupby(["compressor", "rate", "M"]):
+        kind = quantizers.get(name, name)
+        if is_reference(kind):
+            color = _GREYS[refs.index(name) % len(_GREYS)] if name in refs else _GREYS[0]
+            styles[(name, rate, M)] = Style(color, "", "-", name)
+            continue
+        base = _PALETTE[(others.index(name) if name in others else 0) % len(_PALETTE)]
+        Ms = sorted(variants.loc[variants["compressor"] == name, "M"].unique())
+        r = rate_index.get(rate, 0)
+        label = f"{name} R{rate}" + (f" M{M}" if len(Ms) > 1 or kind == "lloyd" else "")
+        styles[(name, rate, M)] = Style(
+            _shade(base, Ms.index(M), len(Ms)),
+            _MARKERS[r % len(_MARKERS)],
+            _LINES[r % len(_LINES)],
+            label,
+        )
+    return styles
+
+
+def legend_outside(fig: plt.Figure, axes, *, ncol: int = 1) -> None:
+    """One legend for the whole figure, right of the axes, without duplicate labels."""
+    handles: dict[str, object] = {}
+    for ax in list(axes):
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    if handles:
+        fig.legend(
+            list(handles.values()), list(handles), loc="center left",
+            bbox_to_anchor=(1.0, 0.5), fontsize=7, ncol=ncol, frameon=False,
+        )  # fmt: skip

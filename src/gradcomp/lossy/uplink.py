@@ -1,0 +1,164 @@
+"""The server's side of one round of paper Y: what a user sends and what the server makes of it.
+
+:func:`model_update` forms ``delta_u = w_u - w_c`` over every floating-point state entry
+(trainable parameters *and* BatchNorm running statistics, so that the server model stays
+consistent; integer buffers are not sent); :func:`send` puts one update through a user's
+compressor and counts its uplink bits by part; :func:`aggregate` is FedAvg,
+``w <- w_c + sum_u (n_u / n) delta_hat_u``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from gradcomp.compression.rates import RATE_FIELDS, RateBreakdown
+
+__all__ = [
+    "UPLINK_COLUMNS",
+    "Compressor",
+    "Sent",
+    "aggregate",
+    "compressor_factory",
+    "model_update",
+    "send",
+    "update_snapshot",
+]
+
+#: Columns of the uplink table (one row per user and round).
+UPLINK_COLUMNS = ("round", "user", "n_train", *RATE_FIELDS, "bits_coded", "bits_fixed")
+
+
+class Compressor(Protocol):
+    """One user's uplink compressor; may keep state (error feedback) across rounds.
+
+    Optional: ``kept_masks(payload, ctx) -> {name: bool tensor}``, the entries it selected.
+    """
+
+    def compress(self, update: dict[str, torch.Tensor]) -> tuple[Any, Any]:
+        """Update (name -> tensor) -> (payload, ctx)."""
+        ...
+
+    def decompress(self, payload: Any, ctx: Any) -> dict[str, torch.Tensor]:
+        """The server's reconstruction of the update, with the same names and shapes."""
+        ...
+
+    def rate(self, payload: Any, ctx: Any) -> RateBreakdown:
+        """Uplink bits of ``payload`` by part."""
+        ...
+
+
+def model_update(
+    local: Mapping[str, torch.Tensor], global_state: Mapping[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """``local - global`` for every floating-point state entry, in state-dict order.
+
+    Tensors are float32 (or the entry's dtype) on the CPU in standard
+    (contiguous) layout with the entry's shape; integer entries are left out.
+    """
+    return {
+        name: (local[name] - g).contiguous()
+        for name, g in global_state.items()
+        if g.is_floating_point()
+    }
+
+
+def aggregate(
+    global_state: Mapping[str, torch.Tensor],
+    updates: Sequence[Mapping[str, torch.Tensor]],
+    n_train: Sequence[int],
+) -> dict[str, torch.Tensor]:
+    """FedAvg: ``w_c + sum_u (n_u / n) delta_hat_u`` per floating-point entry.
+
+    The weighted sum is accumulated in float64 and rounded once to the
+    entry's dtype; entries absent from the updates (integer buffers) are
+    copied from ``global_state``.
+    """
+    total = sum(n_train)
+    out: dict[str, torch.Tensor] = {}
+    for name, g in global_state.items():
+        if name not in updates[0]:
+            out[name] = g.clone()
+            continue
+        acc = g.to(torch.float64)
+        for update, n_u in zip(updates, n_train, strict=True):
+            acc = acc + (n_u / total) * update[name].to(torch.float64)
+        out[name] = acc.to(g.dtype)
+    return out
+
+
+def _check_reconstruction(
+    user: int, update: Mapping[str, torch.Tensor], recon: Mapping[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    missing = [n for n in update if n not in recon]
+    if missing:
+        raise KeyError(f"user {user}'s decompressed update lacks {', '.join(missing[:5])}")
+    out = {}
+    for name, t in update.items():
+        r = recon[name]
+        if r.shape != t.shape:
+            raise ValueError(
+                f"user {user}: decompressed {name} has shape {tuple(r.shape)}, "
+                f"expected {tuple(t.shape)}"
+            )
+        out[name] = r.detach().to("cpu")
+    return out
+
+
+def _rate_row(rnd: int, user: int, n_train: int, rate: RateBreakdown) -> dict[str, int]:
+    row = {"round": rnd, "user": user, "n_train": n_train}
+    row.update({f: int(getattr(rate, f)) for f in RATE_FIELDS})
+    row["bits_coded"] = int(rate.total(True))
+    row["bits_fixed"] = int(rate.total(False))
+    return row
+
+
+@dataclass
+class Sent:
+    """One user's update after the uplink: ``recon`` (name -> tensor on the CPU), the uplink
+    table ``row`` and the entries the compressor ``kept`` (name -> bool, or None)."""
+
+    recon: dict[str, torch.Tensor]
+    row: dict[str, int]
+    kept: dict[str, torch.Tensor] | None
+
+
+def send(
+    compressor: Compressor, update: dict[str, torch.Tensor], *, rnd: int, user: int, n_train: int
+) -> Sent:
+    """Compress ``update`` with ``compressor``, decompress it as the server does, count bits."""
+    payload, ctx = compressor.compress(update)
+    recon = _check_reconstruction(user, update, compressor.decompress(payload, ctx))
+    row = _rate_row(rnd, user, n_train, compressor.rate(payload, ctx))
+    kept = getattr(compressor, "kept_masks", None)
+    return Sent(recon, row, kept(payload, ctx) if kept is not None else None)
+
+
+def update_snapshot(
+    update: Mapping[str, torch.Tensor],
+    recon: Mapping[str, torch.Tensor],
+    kept: Mapping[str, torch.Tensor] | None,
+) -> dict[str, dict[str, torch.Tensor]]:
+    """``{"before", "after", "kept"}`` of one update (float32, float32, bool; CPU, the
+    entries' shapes). Without masks from the compressor, an entry counts as kept when its
+    reconstruction is non-zero."""
+    return {
+        "before": {n: t.detach().to("cpu", torch.float32).clone() for n, t in update.items()},
+        "after": {n: recon[n].detach().to("cpu", torch.float32).clone() for n in update},
+        "kept": {
+            n: (kept[n] if kept is not None else recon[n] != 0).detach().to("cpu").bool().clone()
+            for n in update
+        },
+    }
+
+
+def compressor_factory(spec: Mapping[str, Any], seed: int) -> Callable[[int], Compressor]:
+    """``user -> compressor`` for a compressor spec in a run seeded ``seed``: user ``u`` gets
+    its own object (error-feedback memory, noise streams) seeded ``1000 seed + u``, the same
+    for every compressor of the run (common random numbers)."""
+    from gradcomp.compression import build_compressor
+
+    return lambda user: build_compressor({**spec, "seed": 1000 * int(seed) + int(user)})

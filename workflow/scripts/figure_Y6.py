@@ -1,0 +1,17 @@
+"""Snakemake script: figure Y6 (the one-round paired study)."""
+
+from gradcomp.logutil import log_to_file
+from gradcomp.lossy.figures import figure_y6
+from gradcomp.reporting import data_source_label
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+figure_y6(
+    list(sm.input.tables),
+    dict(sm.params.quantizers),
+    sm.output.png,
+    baseline=sm.params.baseline,
+    title=f"Y6 {sm.wildcards.model}: every compressor on the same updates, one round at a time "
+    f"(mean and 95% interval over seeds x rounds; *: differs from {sm.params.baseline} at the "
+    f"same R)\n{data_source_label(sm.input.summary)}",
+)

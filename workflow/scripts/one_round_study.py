@@ -1,0 +1,16 @@
+"""Snakemake script: the one-round paired study of every compressor along one trajectory."""
+
+from gradcomp.logutil import log_to_file
+from gradcomp.lossy.one_round import one_round_run
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+one_round_run(
+    sm.input.data,
+    dict(sm.params.settings),
+    dict(sm.params.specs),
+    reference=sm.params.reference,
+    out_tsv=sm.output.table,
+    threads=sm.threads,
+    device=sm.config["device"],
+)

@@ -1,0 +1,8 @@
+"""Snakemake script: table T4 (the one-round paired study)."""
+
+from gradcomp.logutil import log_to_file
+from gradcomp.lossy.tables import table_t4
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+table_t4(list(sm.input.tables), sm.output.tsv, sm.output.md, baseline=sm.params.baseline)
