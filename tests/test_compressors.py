@@ -2,8 +2,8 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
-import scipy.stats
 import pytest
+import scipy.stats
 import torch
 
 from gradcomp.compression import (

@@ -93,7 +93,11 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
         p.parent.parent.relative_to(base).as_posix() for p in base.glob("*/*/seed0/rounds.tsv")
     )
     assert runs == [
-        "dense/R32_M0", "gennorm/R2_M0", "gennorm/R2_M2", "none/R32_M0", "uniform/R2_M0"
+        "dense/R32_M0",
+        "gennorm/R2_M0",
+        "gennorm/R2_M2",
+        "none/R32_M0",
+        "uniform/R2_M0",
     ]
     rounds = pd.read_csv(base / "gennorm/R2_M2/seed0/rounds.tsv", sep="\t")
     assert rounds["round"].tolist() == [0, 1, 2]
