@@ -3,7 +3,7 @@
 # Settings that only say *where* a job runs (threads, device) are not params: they do not
 # trigger reruns, so moving the study to another machine reuses its results.
 
-from gradcomp.compression.specs import compressor_variants
+from gradcomp.compression.specs import compressor_variants, entry_kind
 
 
 wildcard_constraints:
@@ -112,7 +112,7 @@ LOSSY_RUN = "results/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}"
 # One checked spec per (name, rate, M): gradcomp.compression.specs is the only place that
 # knows the compressor keys (the config was already validated with it).
 VARIANTS = {(v.name, v.rate, v.M): v.spec for v in compressor_variants(LOSSY)}
-QUANTIZER_OF = {entry["name"]: entry["quantizer"] for entry in LOSSY["compressors"]}
+QUANTIZER_OF = {entry["name"]: entry_kind(entry) for entry in LOSSY["compressors"]}
 
 _y4 = FIGURES["y4"]
 if (_y4["compressor"], _y4["rate"], _y4["M"]) not in VARIANTS:

@@ -7,12 +7,22 @@ interface and simple kinds; one module per model-based kind, :mod:`~.registry` m
 classes), :mod:`~gradcomp.compression.update_compression` (a whole update
 through one compressor: ``compress`` / ``decompress`` / ``rate``) and
 :mod:`~gradcomp.compression.specs` (checking and building compressors from plain dicts).
+
+The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
+:mod:`~gradcomp.compression.terngrad` (both on
+:mod:`~gradcomp.compression.stochastic_levels`), :mod:`~gradcomp.compression.scaled_sign`
+(signSGD with error feedback), :mod:`~gradcomp.compression.random_k` (a sparsifier) and
+:mod:`~gradcomp.compression.powersgd` (a whole-update compressor); a user's own class goes
+through :mod:`~gradcomp.compression.user_compressors`.
 """
 
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, LloydQuantizer
 from gradcomp.compression.memory import ResidualMemory
+from gradcomp.compression.powersgd import PowerSGD
+from gradcomp.compression.qsgd import QSGD, QSGDEliasCode, qsgd_variance_bound
+from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.rates import (
     FLOAT_BITS,
     RATE_FIELDS,
@@ -21,15 +31,19 @@ from gradcomp.compression.rates import (
     position_code_bits,
 )
 from gradcomp.compression.registry import QUANTIZERS
+from gradcomp.compression.scaled_sign import ScaledSign
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.specs import (
+    UPDATE_COMPRESSORS,
     SpecError,
     Variant,
     build_compressor,
     check_spec,
     compressor_variants,
+    entry_kind,
     make_quantizer,
 )
+from gradcomp.compression.terngrad import TernGrad
 from gradcomp.compression.update_compression import (
     Quantize,
     TensorCompressor,
@@ -48,21 +62,28 @@ from gradcomp.compression.value_quantizers import (
 __all__ = [
     "FLOAT_BITS",
     "LLOYD_FAMILIES",
+    "QSGD",
     "QUANTIZERS",
     "RATE_FIELDS",
+    "UPDATE_COMPRESSORS",
     "Float16",
     "GaussianChannel",
     "KMeansQuantizer",
     "LloydQuantizer",
     "PassThrough",
+    "PowerSGD",
+    "QSGDEliasCode",
     "Quantize",
     "QuantizedValues",
+    "RandomK",
     "RateBreakdown",
     "ResidualMemory",
+    "ScaledSign",
     "SpecError",
     "TensorCompressor",
     "TensorCtx",
     "TensorPayload",
+    "TernGrad",
     "TopK",
     "UniformQuantizer",
     "UpdateCompressor",
@@ -72,6 +93,8 @@ __all__ = [
     "check_spec",
     "compressor_variants",
     "elias_gamma_bits",
+    "entry_kind",
     "make_quantizer",
     "position_code_bits",
+    "qsgd_variance_bound",
 ]

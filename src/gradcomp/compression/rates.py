@@ -5,7 +5,8 @@ Parts (all in bits, everything counted):
 - ``payload_fixed_bits``: each sent value at its fixed width (a level index at
   ``ceil(log2 L)`` bits for L levels; float16: 16; float32: 32);
 - ``payload_huffman_bits``: length of the Huffman bitstream of the level indices (equal to
-  the fixed payload where nothing is entropy coded);
+  the fixed payload where nothing is entropy coded; a quantizer with its own code, such as
+  QSGD's Elias code, puts that code's bitstream here);
 - ``huffman_side_bits``: the code table of each Huffman code, charged with the coded payload;
 - ``position_bits``: which entries were sent (:func:`position_code_bits`), 0 when dense;
 - ``side_bits``: parameters the receiver needs (fitted law, min/max, norms), 32 bits each;
@@ -20,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
+
+from gradcomp.coding.elias import gamma_widths
 
 __all__ = ["FLOAT_BITS", "RATE_FIELDS", "RateBreakdown", "elias_gamma_bits", "position_code_bits"]
 
@@ -78,13 +81,7 @@ class RateBreakdown:
 
 def elias_gamma_bits(values: np.ndarray) -> int:
     """Length of the Elias-gamma codes of positive integers: sum of 2 floor(log2 v) + 1."""
-    v = np.asarray(values, dtype=np.int64)
-    if v.size == 0:
-        return 0
-    if v.min() < 1:
-        raise ValueError("Elias-gamma codes positive integers only")
-    floor_log2 = np.frexp(v.astype(np.float64))[1] - 1  # exact for v < 2^53
-    return int(np.sum(2 * floor_log2 + 1))
+    return int(np.sum(gamma_widths(values)))
 
 
 def position_code_bits(positions: np.ndarray, numel: int) -> tuple[int, str]:

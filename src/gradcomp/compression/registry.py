@@ -1,10 +1,15 @@
-"""Name-to-class registry of the value quantizers (the kinds a spec's ``quantizer`` names)."""
+"""Name-to-class registries: the value quantizers (the kinds a spec's ``quantizer`` names) and
+the whole-update compressors (the kinds a spec's ``compressor`` names)."""
 
 from __future__ import annotations
 
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LloydQuantizer
+from gradcomp.compression.powersgd import PowerSGD
+from gradcomp.compression.qsgd import QSGD
+from gradcomp.compression.scaled_sign import ScaledSign
+from gradcomp.compression.terngrad import TernGrad
 from gradcomp.compression.value_quantizers import (
     Float16,
     PassThrough,
@@ -12,7 +17,7 @@ from gradcomp.compression.value_quantizers import (
     ValueQuantizer,
 )
 
-__all__ = ["QUANTIZERS"]
+__all__ = ["QUANTIZERS", "UPDATE_COMPRESSORS"]
 
 #: Value quantizers by kind.
 QUANTIZERS: dict[str, type[ValueQuantizer]] = {
@@ -24,5 +29,11 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
         LloydQuantizer,
         KMeansQuantizer,
         GaussianChannel,
+        QSGD,
+        TernGrad,
+        ScaledSign,
     )
 }
+
+#: Whole-update compressor kinds (built by ``cls.from_spec(spec)``; keys in ``cls.spec_keys``).
+UPDATE_COMPRESSORS = {cls.kind: cls for cls in (PowerSGD,)}

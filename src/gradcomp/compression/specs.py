@@ -1,7 +1,10 @@
 """Compressor specs: the one place where a compressor's settings are checked and built.
 
 A *spec* is a plain dict describing one compressor at one rate and M (what one federated run
-uses); :func:`build_compressor` turns it into an :class:`UpdateCompressor`. A *config entry*
+uses); :func:`build_compressor` turns it into a compressor object: an :class:`UpdateCompressor`
+(memory, sparsifier, value quantizer, Huffman) for a ``quantizer`` kind, an update-level
+compressor of :data:`UPDATE_COMPRESSORS` for a ``compressor`` kind (PowerSGD), or a user's
+class for ``class`` (:mod:`~gradcomp.compression.user_compressors`). A *config entry*
 (an item of ``lossy.compressors``) describes a compressor over several rates and M values;
 :func:`compressor_variants` expands the entries into one checked spec per (name, rate, M).
 Both the workflow (before any job starts, with config key paths in the messages) and the
@@ -9,28 +12,39 @@ library (on every build) go through :func:`check_spec`.
 
 Spec keys (``None`` means absent):
 
-- ``quantizer`` (required): a kind of :data:`gradcomp.compression.value_quantizers.QUANTIZERS`.
+- exactly one of ``quantizer`` (a kind of :data:`gradcomp.compression.registry.QUANTIZERS`,
+  which includes the field's qsgd, terngrad and scaled_sign), ``compressor`` (a kind of
+  :data:`gradcomp.compression.registry.UPDATE_COMPRESSORS`; it takes only ``name`` and the
+  keys in its class's ``spec_keys``) or ``class`` (``"package.module:Class"``; it takes ``name``, ``rate``
+  (integer >= 0), ``M``, ``seed`` and ``options``, a mapping of constructor keywords).
 - ``family``: the fitted law of a ``lloyd`` quantizer (required there, refused elsewhere).
 - ``lloyd_fit``: ``"update"`` (default: fit the tensor's whole update, design for its law
   beyond the top-K threshold) or ``"survivors"`` (the paper's code: fit the kept values as
   if untruncated); ``lloyd`` only.
-- ``rate``: bits per sent value, an integer in 1..16 for kinds without a fixed rate; kinds
-  with one (none: 32, float16: 16) accept only that value.
+- ``rate``: bits per sent value, an integer in 1..16 (qsgd: 2..16) for kinds without a fixed
+  rate; kinds with one (none: 32, float16: 16, terngrad: 2, scaled_sign: 1) accept only that
+  value. For powersgd, the rank r.
 - ``M``: weight exponent >= 0 of the |g|^M distortion (kinds that take M; others only 0).
-- ``sparsifier``: ``"topk"`` (global top-K) or ``"none"`` (dense, no positions); default
-  ``"topk"`` when a ``topk`` fraction is given, else ``"none"``.
-- ``topk``: keep fraction in (0, 1] of top-K (paper Y: 0.452, the ``lossy.topk`` default).
+- ``sparsifier``: ``"topk"`` (global top-K), ``"randomk"`` (random-K scaled by 1/p, positions
+  from a 32-bit seed) or ``"none"`` (dense, no positions); default ``"topk"`` when a ``topk``
+  fraction is given, else ``"none"``.
+- ``topk``: keep fraction in (0, 1] of the sparsifier (paper Y: 0.452, the ``lossy.topk``
+  default).
 - ``topk_budget_percent``: P > 0; keep P / (100 rate) instead (capped at 1).
 - ``min_entries``: integer >= 0, default 1000: smaller tensors are sent raw at 32 bits.
 - ``error_feedback`` (bool, default False), ``memory_decay`` (in [0, 1], default 1).
 - ``slip`` (bool, default False): the authors' uniform 2^R + 1 levels and one-iteration Lloyd.
-- ``seed`` (int, default 0): the Gaussian channel's noise.
+- ``seed`` (int, default 0): every random draw (channel noise, stochastic rounding, random-K
+  positions, PowerSGD's first Q); the workflow gives each user its own.
 - ``huffman`` (bool, default True): entropy-code level indices with a real Huffman bitstream.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
-A config entry takes ``name``, ``quantizer``, ``family``, ``lloyd_fit``, ``sparsifier``,
-``topk``, ``error_feedback`` as above, and the lists ``rates`` and ``M`` (default ``[0]``) whose
-product gives the variants; the other spec keys come from the ``lossy`` section.
+A config entry takes ``name``, ``quantizer``, ``compressor``, ``class``, ``family``,
+``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback`` as above, and the lists ``rates``
+and ``M`` (default ``[0]``) whose product gives the variants; the other spec keys that its
+kind takes come from the ``lossy`` section. A ``class`` entry's keys other than ``name``, ``class``,
+``rates`` and ``M`` are its ``options``; without ``rates`` its variant has rate 0 (path
+``R0``) and no ``rate`` keyword.
 """
 
 from __future__ import annotations
@@ -43,34 +57,41 @@ from typing import Any
 
 import numpy as np
 
+from gradcomp.compression import user_compressors
 from gradcomp.compression.lloyd_quantizer import FIT_TO, LLOYD_FAMILIES
 from gradcomp.compression.memory import ResidualMemory
-from gradcomp.compression.registry import QUANTIZERS
+from gradcomp.compression.random_k import RandomK
+from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.update_compression import Quantize, UpdateCompressor
 from gradcomp.compression.value_quantizers import ValueQuantizer
 
 __all__ = [
+    "SOURCE_KEYS",
     "SPARSIFIERS",
     "SPEC_KEYS",
+    "UPDATE_COMPRESSORS",
     "SpecError",
     "Variant",
     "build_compressor",
     "check_spec",
     "compressor_variants",
+    "entry_kind",
     "make_quantizer",
 ]
 
-SPARSIFIERS = ("topk", "none")
+#: The spec keys that say what builds the compressor: exactly one of them is given.
+SOURCE_KEYS = ("quantizer", "compressor", "class")
+SPARSIFIERS = ("topk", "randomk", "none")
 SPEC_KEYS = (
     "name", "quantizer", "family", "lloyd_fit", "rate", "M", "sparsifier", "topk",
     "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip", "seed",
-    "huffman",
+    "huffman", "compressor", "class", "options",
 )  # fmt: skip
 #: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
 ENTRY_KEYS = (
-    "name", "quantizer", "family", "lloyd_fit", "rates", "M", "sparsifier", "topk",
-    "error_feedback",
+    "name", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
+    "sparsifier", "topk", "error_feedback",
 )  # fmt: skip
 #: Keys an entry takes over from the ``lossy`` section unless it sets them itself.
 LOSSY_DEFAULTS = (
@@ -99,8 +120,9 @@ def _is_int(v: Any) -> bool:
 def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The spec with defaults filled in and the top-K fraction resolved; raises :class:`SpecError`.
 
-    The result has every key of :data:`SPEC_KEYS`; ``topk`` is the keep fraction actually
-    used (``topk_budget_percent`` applied) or None when ``sparsifier`` is ``"none"``.
+    The result has every key of :data:`SPEC_KEYS` (None where the kind does not take it);
+    ``topk`` is the keep fraction actually used (``topk_budget_percent`` applied) or None when
+    ``sparsifier`` is ``"none"``.
     """
     if not isinstance(spec, Mapping):
         raise TypeError("compressor spec must be a mapping")
@@ -108,6 +130,15 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         if key not in SPEC_KEYS:
             raise SpecError(key, f"unknown key; allowed keys are {', '.join(SPEC_KEYS)}")
     s = {k: v for k, v in spec.items() if v is not None}
+    sources = [k for k in SOURCE_KEYS if k in s]
+    if len(sources) > 1:
+        raise SpecError(sources[1], f"give one of {', '.join(SOURCE_KEYS)}, not several")
+    if sources == ["compressor"]:
+        return _check_update_kind(s)
+    if sources == ["class"]:
+        return _check_class(s)
+    if "options" in s:
+        raise SpecError("options", "only class specs take options")
 
     kind = s.get("quantizer")
     if kind not in QUANTIZERS:
@@ -131,18 +162,13 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         if rate is not None and rate != cls.fixed_rate:
             raise SpecError("rate", f"{kind} sends {cls.fixed_rate} bits per entry, not {rate}")
         rate = cls.fixed_rate
-    elif not (_is_int(rate) and 1 <= rate <= 16):
-        raise SpecError("rate", f"{kind} needs an integer rate in 1..16 bits, got {rate!r}")
+    elif not (_is_int(rate) and getattr(cls, "min_rate", 1) <= rate <= 16):
+        low = getattr(cls, "min_rate", 1)
+        raise SpecError("rate", f"{kind} needs an integer rate in {low}..16 bits, got {rate!r}")
 
-    M = s.get("M", 0)
-    if not (_is_number(M) and M >= 0 and math.isfinite(M)):
-        raise SpecError("M", f"must be a number >= 0, got {M!r}")
-    if not cls.takes_M and M != 0:
+    common = _check_common(s)
+    if not cls.takes_M and common["M"] != 0:
         raise SpecError("M", f"only lloyd quantizers take M, not {kind}")
-
-    for key in ("error_feedback", "slip", "huffman"):
-        if key in s and not isinstance(s[key], bool):
-            raise SpecError(key, f"must be true or false, got {s[key]!r}")
 
     sparsifier = s.get("sparsifier", "topk" if {"topk", "topk_budget_percent"} & set(s) else "none")
     if sparsifier not in SPARSIFIERS:
@@ -159,30 +185,95 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     min_entries = s.get("min_entries", 1000)
     if not (_is_int(min_entries) and min_entries >= 0):
         raise SpecError("min_entries", f"must be an integer >= 0, got {min_entries!r}")
+
+    return _full_spec(
+        common,
+        name=str(s.get("name", kind)),
+        quantizer=kind,
+        family=family,
+        lloyd_fit=lloyd_fit,
+        rate=int(rate),
+        sparsifier=sparsifier,
+        topk=float(topk) if sparsifier != "none" else None,
+        topk_budget_percent=budget,
+        min_entries=int(min_entries),
+    )
+
+
+def _check_common(s: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked keys every kind may take: M, the flags, memory decay and seed."""
+    M = s.get("M", 0)
+    if not (_is_number(M) and M >= 0 and math.isfinite(M)):
+        raise SpecError("M", f"must be a number >= 0, got {M!r}")
+    for key in ("error_feedback", "slip", "huffman"):
+        if key in s and not isinstance(s[key], bool):
+            raise SpecError(key, f"must be true or false, got {s[key]!r}")
     decay = s.get("memory_decay", 1.0)
     if not (_is_number(decay) and 0 <= decay <= 1):
         raise SpecError("memory_decay", f"must be in [0, 1], got {decay!r}")
     seed = s.get("seed", 0)
     if not _is_int(seed):
         raise SpecError("seed", f"must be an integer, got {seed!r}")
-
     return {
-        "name": str(s.get("name", kind)),
-        "quantizer": kind,
-        "family": family,
-        "lloyd_fit": lloyd_fit,
-        "rate": int(rate),
         "M": float(M),
-        "sparsifier": sparsifier,
-        "topk": float(topk) if sparsifier == "topk" else None,
-        "topk_budget_percent": budget,
-        "min_entries": int(min_entries),
         "error_feedback": s.get("error_feedback", False),
         "memory_decay": float(decay),
         "slip": s.get("slip", False),
         "seed": int(seed),
         "huffman": s.get("huffman", True),
     }
+
+
+def _full_spec(common: Mapping[str, Any], **values: Any) -> dict[str, Any]:
+    """Every key of :data:`SPEC_KEYS`: ``values``, then ``common``, else None."""
+    return {k: values.get(k, common.get(k)) for k in SPEC_KEYS}
+
+
+def _refuse_other_keys(s: Mapping[str, Any], kind: str, takes: tuple[str, ...]) -> None:
+    for key in s:
+        if key not in ("name", *takes) and not (key == "M" and s[key] == 0):
+            raise SpecError(key, f"{kind} does not take {key} (it takes {', '.join(takes)})")
+
+
+def _check_update_kind(s: Mapping[str, Any]) -> dict[str, Any]:
+    kind = s["compressor"]
+    cls = UPDATE_COMPRESSORS.get(kind)
+    if cls is None:
+        raise SpecError("compressor", f"{kind!r} is not one of {tuple(UPDATE_COMPRESSORS)}")
+    _refuse_other_keys(s, kind, ("compressor", *cls.spec_keys))
+    rate = s.get("rate")
+    if not (_is_int(rate) and 1 <= rate <= cls.max_rate):
+        raise SpecError("rate", f"{kind} needs an integer rate in 1..{cls.max_rate}, got {rate!r}")
+    common = {k: v for k, v in _check_common(s).items() if k in cls.spec_keys}
+    return _full_spec(common, name=str(s.get("name", kind)), compressor=kind, rate=int(rate))
+
+
+def _check_class(s: Mapping[str, Any]) -> dict[str, Any]:
+    path = s["class"]
+    _refuse_other_keys(s, f"class {path}", ("class", "rate", "M", "seed", "options"))
+    try:
+        cls = user_compressors.load_class(path)
+    except ValueError as err:
+        raise SpecError("class", str(err)) from None
+    rate = s.get("rate")
+    if rate is not None and not (_is_int(rate) and rate >= 0):
+        raise SpecError("rate", f"must be an integer >= 0, got {rate!r}")
+    options = s.get("options", {})
+    if not (isinstance(options, Mapping) and all(isinstance(k, str) for k in options)):
+        raise SpecError("options", f"must be a mapping of keywords, got {options!r}")
+    common = _check_common(s)
+    spec = _full_spec(
+        {"seed": common["seed"], "M": common["M"] if "M" in s else None},
+        name=str(s.get("name", path)),
+        rate=None if rate is None else int(rate),
+        options=dict(options),
+        **{"class": path},
+    )
+    try:
+        user_compressors.check_constructor(cls, user_compressors.constructor_kwargs(spec))
+    except ValueError as err:
+        raise SpecError("class", str(err)) from None
+    return spec
 
 
 def make_quantizer(
@@ -197,15 +288,30 @@ def build_compressor(
     *,
     fit_fn: Callable[..., Any] | None = None,
     entropy_coder: Callable[[np.ndarray], Any] | None = None,
-) -> UpdateCompressor:
-    """An :class:`UpdateCompressor` from a spec (see the module doc); raises :class:`SpecError`."""
+) -> Any:
+    """The compressor of a spec (see the module doc); raises :class:`SpecError`.
+
+    An :class:`UpdateCompressor` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
+    else the quantizer's own ``entropy_coder`` method if it has one, else Huffman), else the
+    update-level kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
+    """
     s = check_spec(spec)
+    if s["compressor"] is not None:
+        return UPDATE_COMPRESSORS[s["compressor"]].from_spec(s)
+    if s["class"] is not None:
+        return user_compressors.build_user_compressor(s)
+    quantizer = make_quantizer(s, fit_fn=fit_fn)
+    sparsifier = None
+    if s["sparsifier"] == "topk":
+        sparsifier = TopK(s["topk"])
+    elif s["sparsifier"] == "randomk":
+        sparsifier = RandomK(s["topk"], seed=s["seed"])
     return UpdateCompressor(
-        Quantize(make_quantizer(s, fit_fn=fit_fn), s["min_entries"]),
-        topk=TopK(s["topk"]) if s["topk"] is not None else None,
+        Quantize(quantizer, s["min_entries"]),
+        topk=sparsifier,
         memory=ResidualMemory(s["memory_decay"]) if s["error_feedback"] else None,
         huffman=s["huffman"],
-        entropy_coder=entropy_coder,
+        entropy_coder=entropy_coder or getattr(quantizer, "entropy_coder", None),
         name=s["name"],
     )
 
@@ -220,24 +326,48 @@ class Variant:
     spec: dict[str, Any]
 
 
+def entry_kind(entry: Mapping[str, Any]) -> str:
+    """What builds a config entry's compressor: its quantizer or compressor kind, or "class"."""
+    if "class" in entry:
+        return "class"
+    return entry.get("quantizer") or entry.get("compressor") or ""
+
+
+def _kind_keys(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``lossy`` section keys that the entry's kind takes over (see LOSSY_DEFAULTS)."""
+    if "class" in entry:
+        return ()
+    cls = UPDATE_COMPRESSORS.get(entry.get("compressor"))
+    return LOSSY_DEFAULTS if cls is None else tuple(k for k in LOSSY_DEFAULTS if k in cls.spec_keys)
+
+
 def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[str], list[Variant]]:
     where = f"lossy.compressors.{i}"
     if not isinstance(entry, Mapping):
         return [f"config key '{where}': must be a mapping, got {entry!r}"], []
+    user = "class" in entry  # a user class: the other keys are its options
     errors = [
         f"config key '{where}.{key}': unknown key; allowed keys are {', '.join(ENTRY_KEYS)}"
         for key in entry
-        if key not in ENTRY_KEYS
+        if key not in ENTRY_KEYS and not user
     ]
     name = entry.get("name")
     if not (isinstance(name, str) and _NAME.match(name)):
         errors.append(f"config key '{where}.name': {name!r} is not lowercase letters and digits")
+    given = [k for k in SOURCE_KEYS if k in entry]
+    if len(given) != 1:
+        errors.append(f"config key '{where}': give exactly one of {', '.join(SOURCE_KEYS)}")
     kind = entry.get("quantizer")
     cls = QUANTIZERS.get(kind)
-    if cls is None:
+    if "quantizer" in entry and cls is None:
         errors.append(f"config key '{where}.quantizer': {kind!r} is not one of {tuple(QUANTIZERS)}")
+    if "compressor" in entry and entry["compressor"] not in UPDATE_COMPRESSORS:
+        errors.append(
+            f"config key '{where}.compressor': {entry['compressor']!r} is not one of "
+            f"{tuple(UPDATE_COMPRESSORS)}"
+        )
     lists = {}
-    for key, default in (("rates", None), ("M", [0])):
+    for key, default in (("rates", [None] if user else None), ("M", [None] if user else [0])):
         value = entry.get(key, default)
         if key == "rates" and cls is not None and cls.fixed_rate is not None:
             if value is not None:
@@ -249,22 +379,25 @@ def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[st
         lists[key] = value
     if errors:
         return errors, []
+    defaults = {k: lossy.get(k) for k in _kind_keys(entry)}
+    fields = {k: v for k, v in entry.items() if k not in ("rates", "M")}
+    if user:
+        fields = {"name": name, "class": entry["class"]}
+        fields["options"] = {k: v for k, v in entry.items() if k not in (*fields, "rates", "M")}
     variants = []
     for rate in lists["rates"]:
         for M in lists["M"]:
-            spec = {k: lossy.get(k) for k in LOSSY_DEFAULTS}
-            spec.update({k: v for k, v in entry.items() if k not in ("rates", "M")})
-            spec.update(rate=rate, M=M)
+            spec = {**defaults, **fields, "rate": rate, "M": M}
             try:
                 check_spec(spec)
             except SpecError as err:
-                key = {"rate": "rates"}.get(err.key, err.key)
+                key = {"rate": "rates", "options": "class"}.get(err.key, err.key)
                 if key not in entry and key in LOSSY_DEFAULTS:
                     key = f"lossy.{key}"
                 else:
                     key = f"{where}.{key}"
                 return [f"config key '{key}': {err.message}"], []
-            variants.append(Variant(name, int(rate), int(M), spec))
+            variants.append(Variant(name, int(rate or 0), int(M or 0), spec))
     return [], variants
 
 

@@ -1,0 +1,102 @@
+"""QSGD (Alistarh et al. 2017): stochastic rounding of |v| / ||v||_2 to s levels, Elias coded.
+
+Per tensor (bucket = the tensor's sent values v, n entries):
+``q(v_i) = ||v||_2 sign(v_i) xi_i / s`` with ``xi_i`` the unbiased stochastic rounding of
+``s |v_i| / ||v||_2`` to 0..s (:class:`~gradcomp.compression.stochastic_levels.StochasticLevels`);
+``E q(v) = v`` and ``E||q(v) - v||^2 <= min(n / s^2, sqrt(n) / s) ||v||^2``.
+
+Rate knob: R bits per entry -> ``s = 2^(R-1) - 1`` levels per sign (R = 2: s = 1; R = 4:
+s = 7), so that the fixed-rate index of the 2s + 1 = 2^R - 1 signed levels (a sign bit and
+``ceil(log2(s + 1)) = R - 1`` magnitude bits) takes exactly R bits. R >= 2.
+
+Rate parts: side info, the norm (float32, 32 bits); fixed payload ``n R`` bits; coded payload
+(the Huffman column of the uplink table) QSGD's own code, :class:`QSGDEliasCode`, which
+needs no code table.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from bitarray import bitarray
+
+from gradcomp.coding.elias import BitReader, gamma_widths, pack_fields
+from gradcomp.compression.stochastic_levels import StochasticLevels
+
+__all__ = ["QSGD", "QSGDEliasCode", "qsgd_variance_bound"]
+
+_COUNT_BITS = 32
+
+
+def qsgd_variance_bound(n: int, s: int) -> float:
+    """QSGD's bound on ``E||q(v) - v||^2 / ||v||^2`` (Lemma 3.1): ``min(n/s^2, sqrt(n)/s)``."""
+    return min(n / s**2, math.sqrt(n) / s)
+
+
+class QSGDEliasCode:
+    """QSGD's coding of the level indices of one tensor (Alistarh et al. 2017, Sec. 3.2,
+    with Elias gamma as the integer code).
+
+    Stream: a 32-bit count of the non-zero levels, then for each non-zero entry in order:
+    Elias gamma of its gap to the previous non-zero (the first: position + 1), one sign bit
+    (1 = negative), Elias gamma of its level ``|xi|`` in 1..s. Zero levels cost nothing but
+    the gaps. Bits: ``32 + sum_nz (gamma(gap) + 1 + gamma(|xi|))``. Both ends know the code
+    (no table: :meth:`side_info_bits` is 0). Symbols are the indices ``s + sign xi``.
+    """
+
+    def __init__(self, s: int):
+        self.s = int(s)
+
+    def side_info_bits(self) -> int:
+        return 0
+
+    def encode(self, indices) -> bitarray:
+        levels = np.asarray(indices, dtype=np.int64).ravel() - self.s
+        pos = np.flatnonzero(levels)
+        gaps = np.diff(pos, prepend=-1)
+        mags, neg = np.abs(levels[pos]), (levels[pos] < 0).astype(np.int64)
+        values = np.stack([gaps, neg, mags], axis=1).ravel()
+        widths = np.stack([gamma_widths(gaps), np.ones_like(neg), gamma_widths(mags)], 1).ravel()
+        return pack_fields(
+            np.concatenate([[pos.size], values]), np.concatenate([[_COUNT_BITS], widths])
+        )
+
+    def decode(self, bits: bitarray, n: int) -> np.ndarray:
+        """The ``n`` indices (int64) of an :meth:`encode` stream."""
+        reader = BitReader(bits)
+        out = np.full(n, self.s, dtype=np.int64)
+        position = -1
+        for _ in range(reader.read(_COUNT_BITS)):
+            position += reader.read_gamma()
+            sign = -1 if reader.read(1) else 1
+            level = reader.read_gamma()
+            if position >= n or level > self.s:
+                raise ValueError("QSGD stream does not fit the tensor")
+            out[position] = self.s + sign * level
+        return out
+
+
+class QSGD(StochasticLevels):
+    """``qsgd``: QSGD with ``s = 2^(rate-1) - 1`` levels per sign (see the module doc)."""
+
+    kind = "qsgd"
+    min_rate = 2
+    scale_name = "norm"
+
+    def __init__(self, rate: int, *, seed: int = 0):
+        if rate < self.min_rate:
+            raise ValueError(f"QSGD needs rate >= {self.min_rate} bits (s >= 1), got {rate}")
+        self.rate = int(rate)
+        super().__init__(2 ** (self.rate - 1) - 1, seed=seed)
+
+    @classmethod
+    def from_spec(cls, spec, **kwargs):
+        return cls(spec["rate"], seed=spec["seed"])
+
+    def scale_of(self, values):
+        return float(values.norm())
+
+    def entropy_coder(self, counts) -> QSGDEliasCode:
+        """QSGD's own code replaces the Huffman code of the indices."""
+        return QSGDEliasCode(self.s)

@@ -1,0 +1,65 @@
+"""Random-K: exactly K uniformly random entries of an update, scaled by 1/p (unbiased).
+
+The sparsifier beside :class:`~gradcomp.compression.sparsifiers.TopK`, composable with any
+value quantizer (``sparsifier: randomk`` in a spec). Across the N entries of an update (all
+tensors, in the dict's order, flat C order), ``K = ceil(fraction * N)`` positions are drawn
+uniformly without replacement, so every entry is kept with probability ``p = K / N``; the
+kept values are multiplied by ``scale = 1 / p = N / K``, so the sparsified update is an
+unbiased estimate of the update.
+
+Positions: each compression draws a fresh 32-bit seed from the compressor's own stream
+(seeded with the spec's ``seed``); the receiver regenerates the positions from it
+(:meth:`RandomK.masks_from_seed`), so the positions cost 32 bits per update (charged as
+``position_bits``) and every kept entry's value is sent, zeros included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+from gradcomp.compression.sparsifiers import TopK
+
+__all__ = ["RandomK"]
+
+SEED_BITS = 32
+
+
+class RandomK:
+    """Random-K sparsifier (see the module doc). ``select`` draws a new seed each call."""
+
+    #: the receiver regenerates the positions from :attr:`last_seed` (``SEED_BITS`` bits)
+    seed_bits = SEED_BITS
+
+    def __init__(self, fraction: float, *, seed: int = 0):
+        self.count = TopK(fraction).count  # the same K = ceil(fraction * N)
+        self.fraction = float(fraction)
+        self._seeds = np.random.default_rng([int(seed), 0x52414E4B])  # "RANK"
+        self.last_seed: int | None = None
+        self.scale = 1.0
+
+    @staticmethod
+    def masks_from_seed(
+        seed: int, k: int, shapes: Mapping[str, torch.Size]
+    ) -> dict[str, torch.Tensor]:
+        """Name -> boolean mask (CPU) of the ``k`` positions that ``seed`` gives."""
+        sizes = [math.prod(s) for s in shapes.values()]
+        keep = torch.zeros(sum(sizes), dtype=torch.bool)
+        gen = torch.Generator().manual_seed(int(seed))
+        keep[torch.randperm(sum(sizes), generator=gen)[:k]] = True
+        parts = torch.split(keep, sizes)
+        return {n: m.reshape(s) for (n, s), m in zip(shapes.items(), parts, strict=True)}
+
+    def select(self, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Name -> boolean mask (tensor's shape and device) of the kept entries; sets
+        :attr:`scale` (N / K) and :attr:`last_seed`."""
+        shapes = {n: t.shape for n, t in tensors.items()}
+        total = sum(t.numel() for t in tensors.values())
+        k = self.count(total)
+        self.scale = total / k if k else 1.0
+        self.last_seed = int(self._seeds.integers(2**SEED_BITS))
+        masks = self.masks_from_seed(self.last_seed, k, shapes)
+        return {n: m.to(tensors[n].device) for n, m in masks.items()}

@@ -1,0 +1,100 @@
+"""A user's own compressor class: config checks, and docs/user_compressor.md's example
+run through the workflow on the tiny config (the test runs the code the docs show)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
+from gradcomp.compression import build_compressor, compressor_variants
+from gradcomp.config import ConfigError
+
+DOC = REPO / "docs/user_compressor.md"
+
+
+def doc_block(language: str) -> str:
+    """The first fenced ``language`` block of the docs page."""
+    return re.search(rf"```{language}\n(.*?)```", DOC.read_text(), re.S).group(1)
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch) -> Path:
+    """The docs' example as ``mycompressors.py`` (importable here), plus a broken class."""
+    code = doc_block("python")
+    code += (
+        "\n\nclass NoRate:\n    def compress(self, u): ...\n    def decompress(self, p, c): ...\n"
+    )
+    (tmp_path / "mycompressors.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("mycompressors", None)
+
+
+def entry_error(entry: dict) -> str:
+    with pytest.raises(ConfigError) as info:
+        compressor_variants(
+            {"topk": 0.452, "compressors": [{"name": "none", "quantizer": "none"}, entry]}
+        )
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    "path, says",
+    [
+        ("mycompressors.ScaledRound", "not of the form"),
+        ("nosuchmodule:Thing", "cannot import module 'nosuchmodule'"),
+        ("mycompressors:Missing", "has no class 'Missing'"),
+        ("mycompressors:NoRate", "lacks the compressor method(s) rate"),
+    ],
+)
+def test_bad_class_names_the_key(user_module, path, says):
+    message = entry_error({"name": "mine", "class": path, "rates": [3]})
+    assert "config key 'lossy.compressors.1.class'" in message and says in message
+
+
+def test_constructor_keywords_are_checked(user_module):
+    message = entry_error({"name": "mine", "class": "mycompressors:ScaledRound", "levels": 3})
+    assert "config key 'lossy.compressors.1.class'" in message and "levels" in message
+
+
+def test_entry_builds_the_class_with_rate_seed_and_options(user_module):
+    entry = {"name": "mine", "class": "mycompressors:ScaledRound", "rates": [3, 4]}
+    variants = compressor_variants({"topk": 0.452, "compressors": [entry]})
+    assert [(v.name, v.rate, v.M) for v in variants] == [("mine", 3, 0), ("mine", 4, 0)]
+    c = build_compressor({**variants[1].spec, "seed": 7})
+    assert type(c).__name__ == "ScaledRound" and c.bits == 4 and c.L == 7
+    # without rates: variant R0, and no rate keyword (ScaledRound needs one: refused)
+    message = entry_error({"name": "mine", "class": "mycompressors:ScaledRound"})
+    assert "lossy.compressors.1.class" in message and "rate" in message
+
+
+@pytest.mark.slow
+def test_docs_example_runs_through_the_workflow(tmp_path: Path):
+    work = tmp_path / "wf"
+    tree = write_imagefolder_tree(work / "cifar", n_train=60, n_test=20)
+    (work / "mycompressors.py").write_text(doc_block("python"))  # importable from the workdir
+    compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["compressors"]
+    lossy = {**TINY_CONFIG["lossy"], "compressors": compressors, "seeds": [0]}
+    y4 = {**TINY_CONFIG["figures"]["y4"], "compressor": "mine", "rate": 3, "M": 0}
+    config = {**TINY_CONFIG, "cifar10": str(tree), "lossy": lossy}
+    config["figures"] = {**TINY_CONFIG["figures"], "y4": y4}
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    run = "results/lossy/mlp/mine/R3_M0/seed0/uplink.tsv"  # one of the entry's runs
+    run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=[run])
+    uplink = pd.read_csv(work / run, sep="\t")
+    # the class's own accounting: 3 bits per entry plus one 32-bit scale per tensor
+    assert (uplink["bits_coded"] == 3 * uplink["n_entries"] + 32 * 4).all()
+    assert (uplink["bits_fixed"] == uplink["bits_coded"]).all() and len(uplink) == 4
+
+    lossy["compressors"] = [{"name": "mine", "class": "mycompressors:Nope", "rates": [3]}]
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(work, "-n", "--cores", "1", "--configfile", "tiny.yaml", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "config key 'lossy.compressors.0.class'" in out
+    assert "has no class 'Nope'" in out
