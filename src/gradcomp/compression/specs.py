@@ -15,8 +15,9 @@ Spec keys (``None`` means absent):
 - exactly one of ``quantizer`` (a kind of :data:`gradcomp.compression.registry.QUANTIZERS`,
   which includes the field's qsgd, terngrad and scaled_sign), ``compressor`` (a kind of
   :data:`gradcomp.compression.registry.UPDATE_COMPRESSORS`; it takes only ``name`` and the
-  keys in its class's ``spec_keys``) or ``class`` (``"package.module:Class"``; it takes ``name``, ``rate``
-  (integer >= 0), ``M``, ``seed`` and ``options``, a mapping of constructor keywords).
+  keys in its class's ``spec_keys``) or ``class`` (``"package.module:Class"``; it takes
+  ``name``, ``rate`` (integer >= 0), ``M``, ``seed`` and ``options``, a mapping of
+  constructor keywords).
 - ``family``: the fitted law of a ``lloyd`` quantizer (required there, refused elsewhere).
 - ``lloyd_fit``: ``"update"`` (default: fit the tensor's whole update, design for its law
   beyond the top-K threshold) or ``"survivors"`` (the paper's code: fit the kept values as
