@@ -63,6 +63,11 @@ def test_backward_gaussian_channel_reaches_the_distortion_rate_function(rate):
     # its mutual information, 1/2 log2(Var X_hat / Var(X_hat | X)), is R bits
     a = 1 - 2.0 ** (-2 * rate)
     assert 0.5 * np.log2(np.var(y) / (a * (1 - a) * s**2)) == pytest.approx(rate, abs=0.01)
+    # the authors' forward channel (slip) adds N(0, s^2 2^-2R) to X: its output's variance
+    # is s^2 (1 + 2^-2R), so it carries 1/2 log2(1 + 2^2R) > R bits
+    fwd = GaussianChannel(rate, seed=7, slip=True).encode(x).values.numpy()
+    assert np.var(fwd - x.numpy()) == pytest.approx(d, rel=tol)
+    assert np.var(fwd) == pytest.approx(s**2 * (1 + 2.0 ** (-2 * rate)), rel=tol)
 
 
 @pytest.mark.parametrize(("beta", "M"), [(0.7, 0), (1.0, 2)])

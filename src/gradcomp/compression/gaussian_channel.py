@@ -21,26 +21,29 @@ __all__ = ["GaussianChannel"]
 
 
 class GaussianChannel(ValueQuantizer):
-    """Backward Gaussian test channel at ``rate`` bits per value; ``seed`` seeds the noise
-    (one torch.Generator per quantizer, on the CPU)."""
+    """Backward Gaussian test channel at ``rate`` bits per value (``slip``: the authors'
+    forward channel); ``seed`` seeds the noise (one torch.Generator per quantizer, CPU)."""
 
     kind = "gaussian_channel"
 
-    def __init__(self, rate: int, *, seed: int = 0):
-        self.rate = int(rate)
+    def __init__(self, rate: int, *, seed: int = 0, slip: bool = False):
+        self.rate, self.slip = int(rate), bool(slip)
         self.generator = torch.Generator().manual_seed(int(seed))
 
     @classmethod
     def from_spec(cls, spec, **kwargs):
-        return cls(spec["rate"], seed=spec["seed"])
+        return cls(spec["rate"], seed=spec["seed"], slip=spec["slip"])
 
     def encode(self, values: torch.Tensor, name: str = "") -> QuantizedValues:
         x = values.to(torch.float64)
         mean = float(x.mean()) if x.numel() else 0.0
         std = float(x.std(unbiased=False)) if x.numel() else 0.0
-        a = 1.0 - 2.0 ** (-2 * self.rate)
-        noise = torch.randn(x.shape, generator=self.generator, dtype=torch.float64)
-        out = mean + a * (x - mean) + (a * (1.0 - a)) ** 0.5 * std * noise.to(x.device)
+        noise = torch.randn(x.shape, generator=self.generator, dtype=torch.float64).to(x.device)
+        if self.slip:
+            out = x + std * 2.0 ** (-self.rate) * noise
+        else:
+            a = 1.0 - 2.0 ** (-2 * self.rate)
+            out = mean + a * (x - mean) + (a * (1.0 - a)) ** 0.5 * std * noise
         return QuantizedValues(
             self.kind,
             values.numel(),

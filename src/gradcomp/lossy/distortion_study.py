@@ -57,7 +57,7 @@ def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):
         ),
         "k-means (same M)": KMeansQuantizer(rate, M),
         "lloyd gauss (M0)": LloydQuantizer(rate, "norm", 0.0, slip=slip),
-        "gaussian channel": GaussianChannel(rate, seed=seed),
+        "gaussian channel": GaussianChannel(rate, seed=seed, slip=slip),
     }
     return quantizers
 
