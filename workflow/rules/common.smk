@@ -115,10 +115,13 @@ VARIANTS = {(v.name, v.rate, v.M): v.spec for v in compressor_variants(LOSSY)}
 QUANTIZER_OF = {entry["name"]: entry_kind(entry) for entry in LOSSY["compressors"]}
 
 _y4 = FIGURES["y4"]
-if (_y4["compressor"], _y4["rate"], _y4["M"]) not in VARIANTS:
+if (_y4["compressor"], _y4["rate"], _y4["M"]) not in VARIANTS or _y4["compressor"] not in (
+    LOSSY["full_runs"] or QUANTIZER_OF
+):
     raise ValueError(
         f"config key 'figures.y4': {_y4['compressor']} R{_y4['rate']} M{_y4['M']} is not a "
-        f"configured compressor variant (lossy.compressors gives {sorted(VARIANTS)})"
+        f"configured compressor variant with full runs (lossy.compressors gives "
+        f"{sorted(VARIANTS)}, lossy.full_runs {LOSSY['full_runs']})"
     )
 
 
@@ -151,10 +154,22 @@ def lossy_dir(model, compressor, rate, m, seed):
     return LOSSY_RUN.format(model=model, compressor=compressor, rate=rate, m=m, seed=seed)
 
 
+FULL_RUNS = LOSSY["full_runs"] if LOSSY["full_runs"] is not None else list(QUANTIZER_OF)
+_unknown = sorted(set(FULL_RUNS) - set(QUANTIZER_OF))
+if _unknown:
+    raise ValueError(
+        f"config key 'lossy.full_runs': {_unknown} are not compressors of lossy.compressors "
+        f"({', '.join(QUANTIZER_OF)})"
+    )
+
+
 def lossy_run_files(model, name):
-    """One file (rounds.tsv, uplink.tsv, ...) of every federated run of ``model``."""
+    """One file (rounds.tsv, uplink.tsv, ...) of every full federated run of ``model``."""
     return [
-        f"{lossy_dir(model, c, r, m, s)}/{name}" for c, r, m in VARIANTS for s in LOSSY["seeds"]
+        f"{lossy_dir(model, c, r, m, s)}/{name}"
+        for c, r, m in VARIANTS
+        if c in FULL_RUNS
+        for s in LOSSY["seeds"]
     ]
 
 
