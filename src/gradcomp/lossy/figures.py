@@ -41,6 +41,13 @@ def _panels(n: int, *, width: float = 3.6, height: float = 3.0):
     return fig, axes[0]
 
 
+def _finish(fig: plt.Figure, axes, title: str, png: str | Path) -> None:
+    """One legend right of ``axes``, the title, and the PNG + PDF files."""
+    legend_outside(fig, axes)
+    fig.suptitle(title, fontsize=9)
+    plots.save_figure(fig, png)
+
+
 def _curves(data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False) -> None:
     """Mean over seeds of ``y`` against ``x`` per variant, one panel per rate."""
     plots.set_theme()
@@ -57,9 +64,7 @@ def _curves(data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False) 
         if log_x:
             ax.set_xscale("log")
     axes[0].set_ylabel(ylabel)
-    legend_outside(fig, axes)
-    fig.suptitle(title, fontsize=9)
-    plots.save_figure(fig, png)
+    _finish(fig, axes, title, png)
 
 
 def figures_y1_y3(
@@ -129,9 +134,7 @@ def plot_per_bit_vs_m(
         ax.set_title(f"R = {rate}", fontsize=9)
         ax.set_xlabel("M (distortion weight |g|^M)")
     axes[0].set_ylabel("per-bit accuracy (accuracy gain / bit)")
-    legend_outside(fig, axes)
-    fig.suptitle(title, fontsize=9)
-    plots.save_figure(fig, png)
+    _finish(fig, axes, title, png)
 
 
 def figure_y6(
@@ -183,9 +186,7 @@ def figure_y6(
             if col == 0:
                 ax.set_ylabel(ylabel, fontsize=8)
             ax.axhline(0.0, color="0.6", lw=0.8)
-    legend_outside(fig, axes[0])
-    fig.suptitle(title, fontsize=9)
-    plots.save_figure(fig, png)
+    _finish(fig, axes[0], title, png)
 
 
 def _in_panel_key(key, rate: int, quantizers: dict[str, str]) -> bool:
