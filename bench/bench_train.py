@@ -101,6 +101,7 @@ def main() -> None:
             seed=0,
             epochs=1,
             batch_size=args.batch,
+            loss_reduction="mean",  # the plain loop's loss
             augment=augment,
             threads=args.threads,
         )

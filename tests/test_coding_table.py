@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import heapq
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.stats
 import torch
 
 from gradcomp.distributions import fit
-from gradcomp.lossless.code_lossless import code_tensor, fp8_bytes
+from gradcomp.lossless.code_lossless import code_run, code_tensor, fp8_bytes, model_code
+from gradcomp.lossless.dumps import write_dump
+from gradcomp.lossless.fit_lossless import fit_run
 from gradcomp.quantization.grids import get_grid
 
 
@@ -56,3 +61,82 @@ def test_slip_charges_one_sign_bit_per_codebook_symbol(gradient) -> None:
     diff = exact["huffman_gennorm"]["payload_bits"] - slip["huffman_gennorm"]["payload_bits"]
     assert diff == nonzero - grid.n_magnitudes
     assert exact["lz78"]["payload_bits"] == slip["lz78"]["payload_bits"]
+
+
+def huffman_total_bits(counts: np.ndarray) -> int:
+    """Bits of an optimal prefix code for these symbol counts: the sum of the weights of
+    the merged nodes of Huffman's construction (independent of the project's coder)."""
+    heap = [int(c) for c in counts if c > 0]
+    heapq.heapify(heap)
+    total = 0
+    while len(heap) > 1:
+        merged = heapq.heappop(heap) + heapq.heappop(heap)
+        total += merged
+        heapq.heappush(heap, merged)
+    return total if len(counts[counts > 0]) > 1 else int(counts.sum())
+
+
+@pytest.mark.parametrize("p0", [0.0, 0.02, 0.1, 0.3])
+def test_huffman_gennorm_with_zero_atom_is_near_the_empirical_huffman(p0) -> None:
+    x = scipy.stats.laplace.rvs(scale=1e-3, size=20_000, random_state=4)
+    x[np.random.default_rng(5).permutation(x.size)[: round(p0 * x.size)]] = 0.0
+    grid = get_grid("fp8_e5m2")
+    fitted = fit(x, "gennorm")
+    rows = by_coder(code_tensor(x, {"gennorm": fitted}, grid, general_purpose=False))
+    q = grid.quantize(x)
+    _, counts = np.unique(np.abs(q), return_counts=True)
+    empirical = huffman_total_bits(counts) + np.count_nonzero(q)  # magnitudes + sign bits
+    model = rows["huffman_gennorm"]["payload_bits"]
+    assert empirical <= model <= 1.01 * empirical
+    assert rows["huffman_gennorm"]["side_bits"] == 32 * (3 + (p0 > 0))  # beta, loc, scale, p0
+
+
+def test_model_pmf_puts_p0_on_the_zero_bin() -> None:
+    grid = get_grid("fp8_e5m2")
+    fitted = fit(np.r_[np.zeros(300), np.linspace(-1, 1, 700)], "laplace")
+    _, pmf = model_code(fitted, grid)
+    half_bin = grid.magnitude_edges[1]  # |x| below it rounds to zero
+    lap = scipy.stats.laplace(**fitted.params)
+    continuous = lap.cdf(half_bin) - lap.cdf(-half_bin)
+    assert pmf[0] == pytest.approx(0.3 + 0.7 * continuous, rel=1e-9)
+
+
+def test_zero_and_saturation_shares_follow_the_grid_range() -> None:
+    # E5M2: |x| <= 2**-17 (half the smallest subnormal) rounds to zero, |x| > 57344 saturates
+    rng = np.random.default_rng(0)
+    x = rng.laplace(scale=1e-5, size=4000) * np.where(rng.random(4000) < 0.5, 1.0, 1e10)
+    x[:40] = 0.0
+    rows = code_tensor(x, {}, get_grid("fp8_e5m2"), general_purpose=False)
+    for row in rows:
+        assert row["zero_share"] == pytest.approx(np.mean(np.abs(x) <= 2.0**-17))
+        assert row["saturated_share"] == pytest.approx(np.mean(np.abs(x) > 57344.0))
+        assert min(row["zero_share"], row["saturated_share"]) > 0.01
+        assert row["n_exact_zero"] == 40
+
+
+def test_amax_scaling_rows_in_the_run_table(tmp_path: Path) -> None:
+    # gradients of the size the mean loss gives late in training: many round to zero raw
+    rng = np.random.default_rng(1)
+    tensor = torch.from_numpy(rng.laplace(scale=2e-5, size=(40, 50)).astype(np.float32))
+    path = tmp_path / "epoch1.safetensors"
+    kinds = {"epoch_avg": {"w": tensor}, "last_batch": {"w": tensor}}
+    write_dump(path, kinds, {"epoch": 1, "n_batches": 5})
+    fits = fit_run([path], model="m", run=0, families=["gennorm"], floc=None, min_entries=10)
+    table = code_run(
+        [path], fits, model="m", run=0, families=["gennorm"],
+        accountings=["exact"], scalings=["none", "amax"], general_purpose=False,
+    )  # fmt: skip
+    none = table[table["scaling"] == "none"].set_index("coder")
+    amax = table[table["scaling"] == "amax"].set_index("coder")
+    values = tensor.double().numpy()
+    k = int(amax["scale_exponent"].iloc[0])
+    assert np.abs(values).max() * 2.0**k <= 57344.0 < np.abs(values).max() * 2.0 ** (k + 1)
+    assert none["zero_share"].iloc[0] == pytest.approx(np.mean(np.abs(values) <= 2.0**-17))
+    assert none["zero_share"].iloc[0] > 0.05
+    assert amax["zero_share"].iloc[0] == 0.0 and amax["saturated_share"].iloc[0] == 0.0
+    # the same coders, each charged the 8-bit exponent on top; FP8 stays 8 bits an entry
+    assert (amax["side_bits"] - none["side_bits"] == 8).all()
+    assert amax.loc["fp8", "payload_bits"] == 8 * values.size
+    scaled = torch.from_numpy(values * 2.0**k).to(torch.float8_e5m2)
+    grid = get_grid("fp8_e5m2", scale=2.0**-k)
+    assert fp8_bytes(grid.quantize(values), grid) == scaled.view(torch.uint8).numpy().tobytes()

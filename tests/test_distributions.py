@@ -148,10 +148,10 @@ def test_gennorm_float32_and_shapes():
 def test_gennorm_handles_exact_zeros_and_shape_bounds():
     x = gennorm_sample(0.7, 1.0, 5000, seed=11)
     x[:1000] = 0.0  # dead units: exact zeros at loc
-    f = fit_gennorm(x, floc=0.0)
-    assert np.isfinite(f.loglik)
+    f = fit_gennorm(x, floc=0.0, zero_atom=False)  # the continuous law on every entry
+    assert np.isfinite(f.loglik) and f.p0 == 0.0
     assert f.loglik == pytest.approx(total_loglik("gennorm", x, f.params), rel=1e-12)
-    g = fit_gennorm(x)
+    g = fit_gennorm(x, zero_atom=False)
     assert g.loglik >= f.loglik - 1e-9 * abs(f.loglik)
     uniform = np.random.default_rng(0).uniform(-1, 1, 5000)  # beta -> infinity
     assert fit_gennorm(uniform, floc=0.0).params["beta"] == 20.0
@@ -195,7 +195,9 @@ def test_dweibull_profile_mle_against_scipy():
 def test_dweibull_rejects_entries_at_fixed_loc():
     x = np.r_[np.zeros(3), np.linspace(-1, 1, 100)]
     with pytest.raises(GradientDataError, match="fc7.weight"):
-        fit(x, "dweibull", floc=0.0, label="fc7.weight")
+        fit(x, "dweibull", floc=0.0, label="fc7.weight", zero_atom=False)
+    # as an atom, the zeros leave the law to the other entries
+    assert fit(x, "dweibull", floc=0.0).p0 == 3 / 103
 
 
 def test_fit_all_and_unknown_family():
@@ -347,3 +349,89 @@ def test_goodness_of_fit_keys_and_values(laplace_fits):
     assert g["bic"] == pytest.approx(f.bic, rel=1e-12)
     assert g["w2"] == trimmed_w2(f, x) and g["ks"] == ks_statistic(f, x)
     assert g["tail_log10_err"] < goodness_of_fit(fits["norm"], x)["tail_log10_err"]
+
+
+# --------------------------------------------------------------------------------------------
+# Exact zeros: an atom p0, the family fitted to the non-zero entries
+# --------------------------------------------------------------------------------------------
+
+
+def with_zeros(x: np.ndarray, p0: float, seed: int) -> np.ndarray:
+    """``x`` with a share ``p0`` of its entries, at random positions, set to exactly zero."""
+    y = x.copy()
+    y[np.random.default_rng(seed).permutation(y.size)[: round(p0 * y.size)]] = 0.0
+    return y
+
+
+def observed_beta_se(x: np.ndarray, params: dict[str, float]) -> float:
+    """Standard error of beta from the observed information: the numerical Hessian of the
+    summed scipy GenNorm log-density in (beta, log scale) at ``params`` (loc held)."""
+    loc = params["loc"]
+
+    def ll(theta):
+        return float(np.sum(st.gennorm.logpdf(x, theta[0], loc=loc, scale=math.exp(theta[1]))))
+
+    theta = np.array([params["beta"], math.log(params["scale"])])
+    h = 1e-3 * np.array([theta[0], 1.0])
+    hess = np.empty((2, 2))
+    for i in range(2):
+        for j in range(2):
+            ei, ej = np.eye(2)[i] * h[i], np.eye(2)[j] * h[j]
+            corners = ll(theta + ei + ej) + ll(theta - ei - ej)
+            hess[i, j] = (corners - ll(theta + ei - ej) - ll(theta - ei + ej)) / (4 * h[i] * h[j])
+    return math.sqrt(np.linalg.inv(-hess)[0, 0])
+
+
+@pytest.mark.parametrize("p0", [0.0, 0.02, 0.1, 0.3])
+def test_zero_atom_keeps_beta_on_the_non_zero_entries(p0):
+    # Laplace entries (beta = 1) with a share p0 of exact zeros, as dead units give
+    x = with_zeros(st.laplace.rvs(scale=1e-3, size=20_000, random_state=4), p0, seed=5)
+    nonzero = x[x != 0]
+    f = fit(x, "gennorm", label="t")
+    assert f.p0 == (x.size - nonzero.size) / x.size
+    assert not f.shape_at_bound
+    assert abs(f.params["beta"] - 1.0) <= 3 * observed_beta_se(nonzero, f.params), f.params
+    # log-likelihood of the mixture: n0 log p0 + sum over the rest of log((1 - p0) f(x))
+    expected = total_loglik("gennorm", nonzero, f.params) + nonzero.size * math.log1p(-p0)
+    if p0:
+        expected += (x.size - nonzero.size) * math.log(p0)
+    assert f.loglik == pytest.approx(expected, rel=1e-10)
+    assert f.n_params == 3 + (p0 > 0) and f.n == x.size
+    # KS compares the model's jump at zero on both sides: small for data from the model
+    assert ks_statistic(f, x) < 0.02
+
+
+def test_without_the_atom_zeros_make_a_degenerate_flagged_fit():
+    x = with_zeros(st.laplace.rvs(scale=1e-3, size=20_000, random_state=4), 0.1, seed=5)
+    f = fit(x, "gennorm", zero_atom=False)
+    assert f.params["beta"] == 0.05 and f.shape_at_bound and f.p0 == 0.0
+    assert goodness_of_fit(f, x)["w2"] > 10 * goodness_of_fit(fit(x, "gennorm"), x)["w2"]
+
+
+def test_mixture_cdf_sf_ppf_closed_forms():
+    # p0 = 0.2 at zero, Laplace(0, 1) for the rest: F(x) = 0.8 * 0.5 e^x for x < 0
+    f = FittedDistribution("laplace", {"loc": 0.0, "scale": 1.0}, 100, 0.0, p0=0.2)
+    x = np.array([-2.0, -1e-12, 0.0, 1.0])
+    cont = np.array([0.5 * math.exp(-2.0), 0.5 * math.exp(-1e-12), 0.5, 1 - 0.5 * math.exp(-1)])
+    np.testing.assert_allclose(f.cdf(x), 0.8 * cont + 0.2 * (x >= 0), rtol=1e-12)
+    np.testing.assert_allclose(f.sf(x), 1 - (0.8 * cont + 0.2 * (x >= 0)), rtol=1e-12)
+    np.testing.assert_allclose(f.pdf(x[[0, 3]]), 0.8 * 0.5 * np.exp(-np.abs(x[[0, 3]])))
+    # quantiles: below 0.4 the negative half, 0.4..0.6 the atom, above it the positive half
+    q = np.array([0.1, 0.4, 0.5, 0.6, 0.9])
+    expected = [math.log(2 * 0.1 / 0.8), 0.0, 0.0, 0.0, -math.log(2 * (1 - (0.9 - 0.2) / 0.8))]
+    np.testing.assert_allclose(f.ppf(q), expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (np.r_[np.zeros(5), np.full(7, 0.5)], "non-zero entries all equal"),
+        (np.r_[np.zeros(5), [-3.0]], "non-zero entries all equal"),
+        (np.zeros(8), "all 8 entries are zero"),
+    ],
+)
+def test_zeros_and_constant_non_zeros_cannot_be_fitted(bad, words):
+    for family in ("gennorm", "norm"):
+        with pytest.raises(GradientDataError, match=words) as info:
+            fit(bad, family, label="fc3.weight")
+        assert "fc3.weight" in str(info.value)

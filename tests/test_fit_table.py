@@ -80,8 +80,27 @@ def test_fitted_from_row_roundtrip(laplace_dumps) -> None:
     assert fitted.cdf(1e-3) == pytest.approx(expected)
 
 
-def test_bad_tensor_names_epoch_and_tensor(tmp_path: Path) -> None:
+@pytest.mark.parametrize("live", [0, 1, 20])  # all zero, one or 20 equal non-zero entries
+def test_bad_tensor_names_epoch_and_tensor(tmp_path: Path, live: int) -> None:
     bad = torch.zeros(30, 30)
+    bad.view(-1)[:live] = 0.125
     path = make_dump(tmp_path / "epoch7.safetensors", 7, {"dead.weight": bad})
     with pytest.raises(GradientDataError, match=r"toy run1 epoch7 epoch_avg dead\.weight"):
         fit_run([path], model="toy", run=1, families=["norm"], floc=None, min_entries=10)
+
+
+def test_exact_zeros_are_an_atom_and_bound_fits_are_flagged(tmp_path: Path, caplog) -> None:
+    rng = np.random.default_rng(3)
+    values = rng.laplace(0, 1e-3, size=(40, 50))
+    values[:8] = 0.0  # 8 dead units of 50 inputs: 20% exact zeros
+    tensor = torch.from_numpy(values.astype(np.float32))
+    path = make_dump(tmp_path / "epoch2.safetensors", 2, {"fc.weight": tensor})
+    kw = {"model": "toy", "run": 0, "families": ["gennorm"], "floc": None, "min_entries": 10}
+    atom = fit_run([path], **kw).iloc[0]
+    assert atom["p0"] == 0.2 and not atom["shape_at_bound"]
+    assert 0.8 < atom["beta"] < 1.25
+    assert fitted_from_row(atom).cdf(0.0) == pytest.approx(0.2 + 0.8 * 0.5, abs=0.02)
+    with caplog.at_level("WARNING"):
+        plain = fit_run([path], **kw, zero_atom=False).iloc[0]
+    assert plain["p0"] == 0.0 and plain["shape_at_bound"] and plain["beta"] == 0.05
+    assert "toy run0 epoch2 epoch_avg fc.weight" in caplog.text and "shape bound" in caplog.text

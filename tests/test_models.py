@@ -65,3 +65,38 @@ def test_seeded_builds_are_identical() -> None:
 def test_unknown_model() -> None:
     with pytest.raises(KeyError, match="known models"):
         build_model("alexnet")
+
+
+def test_resnet50v2_kernels_are_glorot_uniform_and_biases_zero() -> None:
+    # Keras' glorot_uniform: U(-b, b) with b = sqrt(6 / (fan_in + fan_out)), where the fans
+    # multiply the channels by the kernel's spatial size; Keras biases start at zero.
+    model = build_model("resnet50v2", seed=0)
+    kernels = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d | torch.nn.Linear)]
+    assert len(kernels) == 1 + 16 * 3 + 4 + 1  # stem, 3 per block, 4 projections, dense
+    for module in kernels:
+        w = module.weight.detach()
+        spatial = w[0, 0].numel()
+        bound = math.sqrt(6.0 / ((w.shape[0] + w.shape[1]) * spatial))
+        assert w.abs().max() <= bound
+        assert w.abs().max() > 0.99 * bound  # PyTorch's default would stop at ~1/sqrt(fan_in)
+        assert w.std().item() == pytest.approx(bound / math.sqrt(3.0), rel=0.05)
+        if module.bias is not None:
+            assert torch.all(module.bias == 0)
+
+
+def test_resnet50v2_max_pool_pads_with_zeros() -> None:
+    # Keras: ZeroPadding2D(1) then MaxPooling2D(3, 2). With a stem output of -1 everywhere
+    # (16x16), the windows that touch the padding (first row and column of the 8x8 output)
+    # give 0, every other window -1.
+    model = build_model("resnet50v2", seed=0).eval()
+    with torch.no_grad():
+        model.stem.weight.zero_()
+        model.stem.bias.fill_(-1.0)
+    seen = []
+    model.blocks[0].register_forward_hook(lambda m, inp, out: seen.append(inp[0]))
+    with torch.no_grad():
+        model(torch.rand(1, 3, 32, 32).contiguous(memory_format=torch.channels_last))
+    expected = -torch.ones(1, 64, 8, 8)
+    expected[:, :, 0, :] = 0.0
+    expected[:, :, :, 0] = 0.0
+    torch.testing.assert_close(seen[0], expected, rtol=0, atol=0)

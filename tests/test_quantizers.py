@@ -4,7 +4,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcomp.quantization.grids import GRIDS, GridQuantizer, fp_levels, get_grid, uniform_grid
+from gradcomp.quantization.grids import (
+    GRIDS,
+    GridQuantizer,
+    amax_exponent,
+    fp_levels,
+    get_grid,
+    uniform_grid,
+)
 
 
 def torch_finite_values(dtype: torch.dtype) -> np.ndarray:
@@ -154,6 +161,24 @@ def test_scale():
     x = np.random.default_rng(1).standard_normal(1000) * 1e-3
     np.testing.assert_array_equal(qs.encode(x)[0], q1.encode(x * 2.0**10)[0])
     assert qs.params == {"scale": 2.0**-10}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    amax=st.floats(1e-30, 1e30) | st.sampled_from([1.0, 2.0**-20, 57344.0, 28672.0, 57345.0]),
+    unit_max=st.sampled_from([57344.0, 448.0, 6.0]),
+)
+def test_amax_exponent_lands_in_the_top_binade(amax, unit_max):
+    k = amax_exponent(amax, unit_max)
+    assert amax * 2.0**k <= unit_max < amax * 2.0 ** (k + 1)
+
+
+def test_amax_exponent_edge_cases():
+    assert amax_exponent(0.0, 57344.0) == 0
+    assert amax_exponent(57344.0, 57344.0) == 0 and amax_exponent(1.0, 1.75) == 0
+    assert amax_exponent(2.0**-16, 57344.0) == 31  # 2**15 <= 57344 < 2**16
+    with pytest.raises(ValueError, match="amax"):
+        amax_exponent(float("inf"), 57344.0)
 
 
 def test_edges():

@@ -40,14 +40,20 @@ def test_training_reduces_loss_and_logs(tiny_cifar, tmp_path: Path) -> None:
     assert all(p.exists() for p in dumps)
 
 
-def test_dump_format_and_exact_epoch_average(tiny_cifar, tmp_path: Path) -> None:
-    # lr = 0: every minibatch gradient is taken at the initial weights, so the
-    # epoch average can be recomputed independently from the same shuffle.
-    settings, dumps, _ = run(tiny_cifar, tmp_path, epochs=1, lr=0.0, augment=False)
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_dump_format_and_exact_epoch_average(tiny_cifar, tmp_path: Path, reduction) -> None:
+    # lr = 0: every minibatch gradient is taken at the initial weights, so the epoch
+    # average can be recomputed independently from the same shuffle. The reference is the
+    # mean-loss gradient, times the batch's size (32, then 8 for the last batch) for "sum".
+    settings, dumps, _ = run(
+        tiny_cifar, tmp_path, epochs=1, lr=0.0, augment=False, loss_reduction=reduction
+    )
     dump = read_dump(dumps[0])
     model = build_model("mlp", seed=0)
     assert dump.names == [n for n, _ in model.named_parameters()]
     assert dump.metadata["n_batches"] == "7" and dump.epoch == 1
+    assert dump.metadata["loss_reduction"] == reduction
+    assert dump.metadata["last_batch_size"] == "8"
     gen = torch.Generator().manual_seed(0)
     perm = torch.randperm(200, generator=gen)
     sums = {n: torch.zeros_like(p, dtype=torch.float64) for n, p in model.named_parameters()}
@@ -55,14 +61,37 @@ def test_dump_format_and_exact_epoch_average(tiny_cifar, tmp_path: Path) -> None
         model.zero_grad()
         x = tiny_cifar.train_images[idx].float() / 255
         F.cross_entropy(model(x), tiny_cifar.train_labels[idx]).backward()
+        factor = len(idx) if reduction == "sum" else 1
         for n, p in model.named_parameters():
-            sums[n] += p.grad
+            sums[n] += factor * p.grad
     for n, p in model.named_parameters():
         assert dump.tensors["epoch_avg"][n].shape == p.shape
         torch.testing.assert_close(
             dump.tensors["epoch_avg"][n], (sums[n] / 7).float(), rtol=1e-5, atol=1e-7
         )
-        torch.testing.assert_close(dump.tensors["last_batch"][n], p.grad, rtol=1e-5, atol=1e-7)
+        last = p.grad * (8 if reduction == "sum" else 1)
+        torch.testing.assert_close(dump.tensors["last_batch"][n], last, rtol=1e-5, atol=1e-7)
+
+
+def test_sum_reduction_steps_lr_times_batch_on_the_mean_loss(tiny_cifar, tmp_path: Path) -> None:
+    # 200 images in batches of 40: SGD at lr on the summed loss walks the same path as SGD
+    # at 40 lr on the mean loss, and its gradients are 40 times as large.
+    kw = {"epochs": 2, "batch_size": 40, "augment": False}
+    _, summed, _ = run(tiny_cifar, tmp_path / "sum", lr=0.01, loss_reduction="sum", **kw)
+    _, mean, _ = run(tiny_cifar, tmp_path / "mean", lr=0.4, loss_reduction="mean", **kw)
+    for path_sum, path_mean in zip(summed, mean, strict=True):
+        a, b = read_dump(path_sum), read_dump(path_mean)
+        for kind in KINDS:
+            for name, t in a.tensors[kind].items():
+                torch.testing.assert_close(t, 40 * b.tensors[kind][name], rtol=1e-4, atol=1e-6)
+
+
+def test_diverging_loss_stops_naming_model_run_epoch_and_batch(tiny_cifar, tmp_path: Path) -> None:
+    with pytest.raises(train_mod.TrainingDivergedError, match=r"mlp run3 epoch1 batch\d+"):
+        run(tiny_cifar, tmp_path, seed=3, lr=1e30, augment=False)
+    assert not (tmp_path / "grads").exists() and not (tmp_path / "log.tsv").exists()
+    with pytest.raises(ValueError, match="loss_reduction"):
+        TrainSettings(model="mlp", seed=0, epochs=1, loss_reduction="max")
 
 
 def test_same_seed_gives_identical_bytes(tiny_cifar, tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def test_train_rule_writes_dumps_and_logs(tiny_workdir: Path) -> None:
         base = tiny_workdir / f"results/lossless/mlp/run{run}"
         dump = read_dump(base / "grads/epoch2.safetensors")
         assert dump.epoch == 2 and dump.metadata["seed"] == str(run)
+        assert dump.metadata["loss_reduction"] == "sum"  # the authors' default
         assert dump.names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
         assert len((base / "train_log.tsv").read_text().splitlines()) == 3
         assert (base / "state/checkpoint.pt").exists()
@@ -59,6 +60,7 @@ def test_fits_figures_and_t2(tiny_workdir: Path) -> None:
         "upper": "fc2.weight",
     }
     assert fits["loglik"].notna().all() and (fits["w2"] > 0).all()
+    assert fits["p0"].between(0, 1).all() and fits["shape_at_bound"].dtype == bool
     for fig in ("L1", "L2", "L3", "L4", "L5"):
         for ext in ("png", "pdf"):
             assert (tiny_workdir / f"results/figures/{fig}_mlp.{ext}").stat().st_size > 1000
@@ -74,7 +76,10 @@ def test_coding_table_and_t1(tiny_workdir: Path) -> None:
     coders = set(coding["coder"])
     assert {"huffman_gennorm", "huffman_norm", "lz78", "entropy", "fp8"} <= coders
     assert set(coding["accounting"]) == {"exact", "slip"}
-    exact = coding[coding["accounting"] == "exact"].set_index(["epoch", "tensor", "coder"])
+    assert set(coding["scaling"]) == {"none", "amax"}
+    assert coding["zero_share"].between(0, 1).all() and coding["saturated_share"].eq(0).all()
+    raw = (coding["accounting"] == "exact") & (coding["scaling"] == "none")
+    exact = coding[raw].set_index(["epoch", "tensor", "coder"])
     fp8 = exact.xs("fp8", level="coder")["bits_per_entry"]
     assert (fp8 == 8.0).all()
     # no i.i.d. magnitude code beats the empirical entropy of its symbols
@@ -83,6 +88,7 @@ def test_coding_table_and_t1(tiny_workdir: Path) -> None:
         assert (exact.xs(coder, level="coder")["total_bits"] >= entropy).all()
     t1 = pd.read_csv(tiny_workdir / "results/tables/T1.tsv", sep="\t")
     assert set(t1["accounting"]) == {"exact", "slip"} and (t1["runs"] == 2).all()
+    assert set(t1["scaling"]) == {"none", "amax"} and t1["zero_share_mean"].notna().all()
 
 
 def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:

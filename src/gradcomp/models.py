@@ -119,13 +119,25 @@ class _PreactBottleneck(nn.Module):
 class ResNet50V2(nn.Module):
     """Keras ``ResNet50V2(weights=None, input_shape=(32, 32, 3), classes=10)``.
 
-    Stem: 7x7/2 convolution with bias, 3x3/2 max-pool; four stacks of 3, 4, 6
-    and 3 pre-activation bottlenecks (64, 128, 256, 512 filters) whose *last*
-    block carries the stride (2, 2, 2, 1), as Keras does; final BN-ReLU,
-    global average pooling and a dense layer. On a 32x32 input the feature map
+    Stem: 7x7/2 convolution with bias (Keras: ``ZeroPadding2D(3)`` then a 'valid'
+    convolution, the same as padding 3), then ``ZeroPadding2D(1)`` and a 3x3/2 max-pool:
+    the pool's border windows see zeros, not minus infinity as PyTorch's padded max-pool
+    would, and the stem output is not yet activated (pre-activation), so the border
+    differs. Four stacks of 3, 4, 6 and 3 pre-activation bottlenecks (64, 128, 256, 512
+    filters) whose *last* block carries the stride (2, 2, 2, 1), as Keras does; final
+    BN-ReLU, global average pooling and a dense layer. On a 32x32 input the feature map
     is 1x1 from the third stack on, exactly as in the paper's Keras runs.
     23,539,850 trainable parameters; with BatchNorm's running statistics the
     total is 23,585,290, Keras' ``count_params()``.
+
+    Initialisation as Keras: Glorot-uniform kernels (convolutions and the dense layer),
+    zero biases, BatchNorm gamma 1 and beta 0 (epsilon 1.001e-5, momentum 0.99).
+
+    Differences from Keras: the model returns logits and the softmax is part of the loss
+    (Keras clips the probabilities at 1e-7 inside its cross-entropy); BatchNorm's running
+    variance is updated with the unbiased batch variance (PyTorch) rather than the biased
+    one (Keras), which changes evaluation only; the random numbers of the initialisation
+    come from torch's generator (same laws, other draws).
     """
 
     def __init__(self, num_classes: int = NUM_CLASSES) -> None:
@@ -141,9 +153,12 @@ class ResNet50V2(nn.Module):
         self.blocks = nn.Sequential(*blocks)
         self.post_bn = nn.BatchNorm2d(cin, eps=1.001e-5, momentum=0.01)
         self.fc = nn.Linear(cin, num_classes)
+        for module in self.modules():
+            if isinstance(module, nn.Conv2d | nn.Linear):
+                _glorot_uniform_(module)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.max_pool2d(self.stem(x), 3, stride=2, padding=1)
+        x = F.max_pool2d(F.pad(self.stem(x), (1, 1, 1, 1)), 3, stride=2)  # zeros, as Keras
         x = F.relu(self.post_bn(self.blocks(x)))
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 

@@ -5,7 +5,7 @@ figure (mean and sd band over repeated rows). Paper-specific drawings live in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -38,6 +38,22 @@ def set_theme() -> None:
     sns.set_theme(style="whitegrid", context="paper", font_scale=0.9)
 
 
+def legend_outside(where: plt.Figure | sns.FacetGrid, ax: plt.Axes | None = None) -> None:
+    """Put the legend outside the axes, right of the panels, where it covers no data.
+
+    ``where``: a seaborn grid (its legend is moved) or a figure (one legend is made from
+    the labelled artists of ``ax``; panel legends, if any, should be removed first).
+    :func:`save_figure` keeps it in the saved files (``bbox_inches="tight"``).
+    """
+    place = {"loc": "center left", "bbox_to_anchor": (1.0, 0.5), "frameon": False}
+    if isinstance(where, sns.FacetGrid):
+        if where.legend is not None:
+            sns.move_legend(where, **place)
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    where.legend(handles, labels, **place)
+
+
 def plot_lines(
     data: pd.DataFrame,
     *,
@@ -55,18 +71,21 @@ def plot_lines(
     hue_order: Sequence[str] | None = None,
     reference: pd.DataFrame | None = None,
     col_wrap: int | None = None,
+    palette: Mapping[str, str] | None = None,
 ) -> None:
     """A generic line figure (mean and sd band over repeated rows) used by L5 and Y1-Y3, Y5.
 
     ``reference`` (optional, same ``x``/``y``/``col`` columns) is drawn as a
-    black line in every panel, e.g. a rate-distortion bound.
+    black line in every panel, e.g. a rate-distortion bound. ``palette`` maps hue
+    values to colours; the legend sits outside the panels.
     """
     set_theme()
     grid = sns.relplot(
         data=data, x=x, y=y, hue=hue, col=col, style=style, kind="line", errorbar="sd",
         marker="o", height=3.0, aspect=1.3, hue_order=hue_order, col_wrap=col_wrap,
-        facet_kws={"sharey": False},
+        palette=palette, facet_kws={"sharey": False},
     )  # fmt: skip
+    legend_outside(grid)
     if reference is not None:
         for name, ax in grid.axes_dict.items() if col else [(None, grid.ax)]:
             ref = reference if col is None else reference[reference[col] == name]

@@ -86,6 +86,7 @@ def train_settings(wildcards):
         epochs=LOSSLESS["epochs"],
         batch_size=LOSSLESS["batch_size"],
         lr=LOSSLESS["lr"],
+        loss_reduction=LOSSLESS["loss_reduction"],
         momentum=LOSSLESS["momentum"],
         augment=LOSSLESS["augment"],
         dump_tensors=list(LOSSLESS["dump_tensors"].get(wildcards.model, ["*"])),

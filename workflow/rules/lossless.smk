@@ -36,6 +36,7 @@ rule fit_lossless:
         min_entries=LOSSLESS["fit"]["min_entries"],
         kinds=LOSSLESS["fit"]["kinds"],
         seed=LOSSLESS["fit"]["seed"],
+        zero_atom=LOSSLESS["fit"]["zero_atom"],
     log:
         "results/logs/lossless/{model}/run{run}/fit.log",
     threads: 1

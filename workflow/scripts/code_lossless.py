@@ -16,5 +16,6 @@ code_lossless(
     grid_name=coding["grid"],
     kinds=coding["kinds"],
     accountings=coding["accountings"],
+    scalings=coding["scalings"],
     general_purpose=coding["general_purpose"],
 )

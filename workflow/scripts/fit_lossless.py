@@ -15,4 +15,5 @@ fit_lossless(
     min_entries=sm.params.min_entries,
     kinds=sm.params.kinds,
     seed=sm.params.seed,
+    zero_atom=sm.params.zero_atom,
 )

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GradientDataError", "check_gradient"]
+__all__ = ["GradientDataError", "check_gradient", "split_zeros"]
 
 
 class GradientDataError(ValueError):
@@ -55,3 +55,23 @@ def check_gradient(x: Any, label: str = "tensor") -> np.ndarray:
             raise GradientDataError(f"{label}: all {a.size} entries are zero")
         raise GradientDataError(f"{label}: all {a.size} entries equal {lo!r} (constant)")
     return a
+
+
+def split_zeros(a: np.ndarray, label: str = "tensor") -> tuple[np.ndarray, int]:
+    """The non-zero entries of checked entries ``a`` and the number of exact zeros.
+
+    Returns ``(a, 0)`` itself when there is no zero.  Raises :class:`GradientDataError`
+    (naming ``label``) when the non-zero entries are all equal: no continuous law can be
+    fitted to them.  (All-zero input is rejected earlier, by :func:`check_gradient`.)
+    """
+    nonzero = a != 0
+    n_zeros = a.size - int(np.count_nonzero(nonzero))
+    if n_zeros == 0:
+        return a, 0
+    rest = a[nonzero]
+    if rest.size and rest.min() == rest.max():
+        raise GradientDataError(
+            f"{label}: the {rest.size} non-zero entries all equal {float(rest[0])!r} "
+            f"({n_zeros} exact zeros besides): no continuous law to fit"
+        )
+    return rest, n_zeros

@@ -16,6 +16,14 @@ dweibull   ``c, loc, scale``       ``c / 2 |z|**(c-1) exp(-|z|**c)``
 
 Everything is computed in float64 on every entry, whatever the input dtype.
 
+Exact zeros (dead units, unused parameters, a last batch that never touched a unit) are an
+atom that no continuous law has: left in, they make the GenNorm likelihood unbounded as
+``beta -> 0`` and the fit degenerates onto the shape bound.  So by default (``zero_atom``)
+a fit is the mixture ``p0 * delta_0 + (1 - p0) * F``: ``p0`` is the share of exact zeros
+(its maximum-likelihood estimate) and the family ``F`` is fitted to the non-zero entries.
+``params`` keep scipy's names for ``F``; :class:`FittedDistribution`'s cdf, sf and ppf are
+those of the mixture.
+
 GenNorm and double Weibull are fitted exactly by their profile likelihood in the shape
 (:mod:`gradcomp.distributions.power_family`), with a free GenNorm location found by
 :mod:`gradcomp.distributions.free_location`; Norm and Laplace have closed forms.
@@ -31,7 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
-from gradcomp.distributions.checks import GradientDataError, check_gradient
+from gradcomp.distributions.checks import GradientDataError, check_gradient, split_zeros
 from gradcomp.distributions.free_location import fit_power
 from gradcomp.distributions.power_family import (
     DWEIBULL,
@@ -74,6 +82,8 @@ class FittedDistribution:
         loglik: total log-likelihood of the fitted entries (float64, nats).
         fixed: names of parameters held fixed rather than estimated (``("loc",)`` when the
             caller passed ``floc``); they do not count in :attr:`n_params`.
+        p0: probability of an exact zero (the atom of the mixture ``p0 * delta_0 +
+            (1 - p0) * F``), 0 when the entries had no zeros or the fit ignored them.
     """
 
     family: str
@@ -81,11 +91,20 @@ class FittedDistribution:
     n: int
     loglik: float
     fixed: tuple[str, ...] = field(default=())
+    p0: float = 0.0
 
     @property
     def n_params(self) -> int:
-        """Number of free (estimated) parameters."""
-        return len(self.params) - len(self.fixed)
+        """Number of free (estimated) parameters; ``p0`` counts when it is positive."""
+        return len(self.params) - len(self.fixed) + (self.p0 > 0)
+
+    @property
+    def shape_at_bound(self) -> bool:
+        """True when the shape (gennorm ``beta``, dweibull ``c``) ended on :data:`SHAPE_BOUNDS`:
+        the maximum lies outside the searched range, or the data are degenerate."""
+        shape = self.params.get("beta", self.params.get("c"))
+        lo, hi = SHAPE_BOUNDS
+        return shape is not None and not lo * (1 + 1e-9) < shape < hi * (1 - 1e-9)
 
     @property
     def aic(self) -> float:
@@ -98,28 +117,39 @@ class FittedDistribution:
         return self.n_params * math.log(self.n) - 2.0 * self.loglik
 
     def frozen(self) -> Any:
-        """The scipy.stats frozen distribution with these parameters."""
+        """The scipy.stats frozen distribution of the continuous part ``F``."""
         return getattr(scipy.stats, self.family)(**self.params)
 
     def pdf(self, x: Any) -> np.ndarray:
-        """Density at ``x`` (any shape; same shape out)."""
-        return self.frozen().pdf(x)
+        """Density of the continuous part, ``(1 - p0) f(x)`` (any shape; same shape out);
+        the atom at zero has no density."""
+        return (1.0 - self.p0) * self.frozen().pdf(x)
 
     def logpdf(self, x: Any) -> np.ndarray:
-        """Log-density at ``x`` (any shape; same shape out)."""
-        return self.frozen().logpdf(x)
+        """``log((1 - p0) f(x))`` (any shape; same shape out)."""
+        return math.log1p(-self.p0) + self.frozen().logpdf(x)
 
     def cdf(self, x: Any) -> np.ndarray:
-        """``P(X <= x)`` (any shape; same shape out)."""
-        return self.frozen().cdf(x)
+        """``P(X <= x)`` of the mixture (any shape; same shape out)."""
+        x = np.asarray(x, dtype=np.float64)
+        return (1.0 - self.p0) * self.frozen().cdf(x) + self.p0 * (x >= 0)
 
     def sf(self, x: Any) -> np.ndarray:
-        """``P(X > x)``, accurate in the upper tail (any shape; same shape out)."""
-        return self.frozen().sf(x)
+        """``P(X > x)`` of the mixture, accurate in the upper tail (any shape; same shape out)."""
+        x = np.asarray(x, dtype=np.float64)
+        return (1.0 - self.p0) * self.frozen().sf(x) + self.p0 * (x < 0)
 
     def ppf(self, q: Any) -> np.ndarray:
-        """Quantile function at levels ``q`` in [0, 1] (any shape; same shape out)."""
-        return self.frozen().ppf(q)
+        """Quantile function of the mixture at levels ``q`` in [0, 1] (any shape; same shape
+        out): ``0`` for the levels the atom covers."""
+        continuous = self.frozen()
+        if self.p0 == 0:
+            return continuous.ppf(q)
+        q = np.asarray(q, dtype=np.float64)
+        below = (1.0 - self.p0) * continuous.cdf(0.0)  # P(X < 0)
+        level = np.where(q < below, q, np.maximum(q - self.p0, below)) / (1.0 - self.p0)
+        inside = (q >= below) & (q <= below + self.p0)
+        return np.where(inside, 0.0, continuous.ppf(np.clip(level, 0.0, 1.0)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,8 +186,15 @@ def _fit_closed_form(
 
 
 def _fit_checked(
-    a: np.ndarray, family: str, floc: float | None, label: str, xtol: float = 1e-10
+    a: np.ndarray,
+    family: str,
+    floc: float | None,
+    label: str,
+    xtol: float = 1e-10,
+    n_zeros: int = 0,
 ) -> FittedDistribution:
+    """Fit ``family`` to the entries ``a`` (the non-zero ones when ``n_zeros`` zeros were
+    split off: the fit is then the mixture with ``p0 = n_zeros / (a.size + n_zeros)``)."""
     if family in ("norm", "laplace"):
         params, loglik, fixed = _fit_closed_form(a, family, floc)
     elif family in ("gennorm", "dweibull"):
@@ -165,11 +202,26 @@ def _fit_checked(
         params, loglik, fixed = fit_power(a, fam, floc, xtol, label)
     else:
         raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
-    return FittedDistribution(family, params, int(a.size), float(loglik), fixed)
+    n = a.size + n_zeros
+    p0 = n_zeros / n
+    if n_zeros:
+        loglik += n_zeros * math.log(p0) + a.size * math.log1p(-p0)
+    return FittedDistribution(family, params, int(n), float(loglik), fixed, p0)
+
+
+def _prepared(x: Any, label: str, zero_atom: bool) -> tuple[np.ndarray, int]:
+    """Checked float64 entries, and the number of zeros split off (0 unless ``zero_atom``)."""
+    a = check_gradient(x, label)
+    return split_zeros(a, label) if zero_atom else (a, 0)
 
 
 def fit(
-    x: Any, family: str, *, floc: float | None = None, label: str = "tensor"
+    x: Any,
+    family: str,
+    *,
+    floc: float | None = None,
+    label: str = "tensor",
+    zero_atom: bool = True,
 ) -> FittedDistribution:
     """Maximum-likelihood fit of one family to all entries of ``x``.
 
@@ -178,9 +230,13 @@ def fit(
         family: one of :data:`FAMILIES`.
         floc: fix ``loc`` at this value (e.g. 0) instead of estimating it.
         label: tensor name for error messages.
+        zero_atom: model exact zeros as an atom ``p0`` and fit the family to the non-zero
+            entries (see the module docstring); False fits the family to every entry, which
+            degenerates (shape on its lower bound) when there are exact zeros.
 
     Returns:
-        The fit; ``loglik`` is the float64 total log-likelihood of all entries.
+        The fit; ``loglik`` is the float64 total log-likelihood of all entries (the atom's
+        ``n0 log p0 + (n - n0) log(1 - p0)`` included).
 
     Notes:
         norm: loc = mean, scale = RMS deviation (closed form).  laplace: loc = median,
@@ -193,14 +249,21 @@ def fit(
         fixed ``floc`` (e.g. exact zeros with ``floc=0``).
 
     Raises:
-        GradientDataError: bad data (message contains ``label``).
+        GradientDataError: bad data (message contains ``label``): empty, non-finite, all
+            zero, constant, or (with ``zero_atom``) non-zero entries that are all equal.
         ValueError: unknown family.
     """
-    return _fit_checked(check_gradient(x, label), family, floc, label)
+    a, n_zeros = _prepared(x, label, zero_atom)
+    return _fit_checked(a, family, floc, label, n_zeros=n_zeros)
 
 
 def fit_gennorm(
-    x: Any, *, floc: float | None = None, label: str = "tensor", xtol: float = 1e-10
+    x: Any,
+    *,
+    floc: float | None = None,
+    label: str = "tensor",
+    xtol: float = 1e-10,
+    zero_atom: bool = True,
 ) -> FittedDistribution:
     """Exact GenNorm MLE (``beta, loc, scale``) of all entries of ``x``.
 
@@ -224,13 +287,21 @@ def fit_gennorm(
         floc: fix ``loc`` (e.g. 0) instead of estimating it.
         label: tensor name for error messages.
         xtol: relative tolerance on ``beta``.
+        zero_atom: as in :func:`fit`.
     """
-    return _fit_checked(check_gradient(x, label), "gennorm", floc, label, xtol)
+    a, n_zeros = _prepared(x, label, zero_atom)
+    return _fit_checked(a, "gennorm", floc, label, xtol, n_zeros)
 
 
 def fit_all(
-    x: Any, families: Iterable[str] = FAMILIES, *, floc: float | None = None, label: str = "tensor"
+    x: Any,
+    families: Iterable[str] = FAMILIES,
+    *,
+    floc: float | None = None,
+    label: str = "tensor",
+    zero_atom: bool = True,
 ) -> dict[str, FittedDistribution]:
-    """Fit each of ``families`` to ``x`` (checked and converted once); ``{family: fit}``."""
-    a = check_gradient(x, label)
-    return {fam: _fit_checked(a, fam, floc, label) for fam in families}
+    """Fit each of ``families`` to ``x`` (checked and converted once); ``{family: fit}``.
+    Keywords as in :func:`fit`."""
+    a, n_zeros = _prepared(x, label, zero_atom)
+    return {fam: _fit_checked(a, fam, floc, label, n_zeros=n_zeros) for fam in families}

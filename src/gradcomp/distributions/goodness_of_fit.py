@@ -1,6 +1,10 @@
 """Goodness of fit as paper L measures it: a trimmed 2-Wasserstein distance between
 standardised data and the equally standardised model (:func:`trimmed_w2`), the
-Kolmogorov-Smirnov statistic and tail probabilities ``P(|g| > t)``."""
+Kolmogorov-Smirnov statistic and tail probabilities ``P(|g| > t)``.
+
+Every metric is that of the fitted mixture ``p0 * delta_0 + (1 - p0) * F`` (see
+:class:`~gradcomp.distributions.fitting.FittedDistribution`) on all entries, zeros included.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,14 @@ import pandas as pd
 from gradcomp.distributions.checks import check_gradient
 from gradcomp.distributions.fitting import FittedDistribution
 
-__all__ = ["TAIL_LEVELS", "goodness_of_fit", "ks_statistic", "tail_probabilities", "trimmed_w2"]
+__all__ = [
+    "TAIL_LEVELS",
+    "goodness_of_fit",
+    "ks_statistic",
+    "tail_probabilities",
+    "total_loglik",
+    "trimmed_w2",
+]
 
 TAIL_LEVELS: tuple[float, ...] = (1e-2, 1e-3, 1e-4, 1e-5)
 """Tail levels p of :func:`tail_probabilities` (thresholds at the 1 - p quantiles of ``|x|``)."""
@@ -25,14 +36,20 @@ KS_MAX_ENTRIES = 1_000_000
 _SEED = 0
 
 
-def _total_logpdf(frozen: Any, a: np.ndarray) -> float:
-    """Sum of ``frozen.logpdf`` over all entries of ``a`` (float64), in blocks."""
-    step = 1 << 20
-    return float(
-        sum(
-            np.sum(frozen.logpdf(a[i : i + step]), dtype=np.float64) for i in range(0, a.size, step)
-        )
-    )
+def total_loglik(fitted: FittedDistribution, a: np.ndarray) -> float:
+    """Log-likelihood (nats, float64) of the entries ``a`` under the fitted mixture: each
+    exact zero counts ``log p0`` and every other entry ``log((1 - p0) f(x))`` (with
+    ``p0 = 0`` every entry counts ``log f(x)``)."""
+    frozen, step = fitted.frozen(), 1 << 20
+    total = 0.0
+    if fitted.p0 > 0:
+        zeros = a == 0
+        n_zeros = int(np.count_nonzero(zeros))
+        total += n_zeros * math.log(fitted.p0) + (a.size - n_zeros) * math.log1p(-fitted.p0)
+        a = a[~zeros]
+    for i in range(0, a.size, step):
+        total += float(np.sum(frozen.logpdf(a[i : i + step]), dtype=np.float64))
+    return total
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,7 +83,8 @@ def trimmed_w2(fitted: FittedDistribution, x: Any, *, n: int = 3000, seed: int =
 
 
 def ks_statistic(fitted: FittedDistribution, x: Any) -> float:
-    """Kolmogorov-Smirnov statistic ``sup |F_empirical - F_model|`` (dimensionless).
+    """Kolmogorov-Smirnov statistic ``sup |F_empirical - F_model|`` (dimensionless), with the
+    model's jump at an atom compared on both sides.
 
     Computed exactly on the sorted entries; inputs with more than :data:`KS_MAX_ENTRIES`
     entries are first subsampled to that many, without replacement, with a fixed seed.
@@ -77,9 +95,10 @@ def ks_statistic(fitted: FittedDistribution, x: Any) -> float:
         a = a[rng.choice(a.size, size=KS_MAX_ENTRIES, replace=False)]
     s = np.sort(a)
     F = np.asarray(fitted.cdf(s), dtype=np.float64)
+    F_left = F - fitted.p0 * (s == 0)  # the model's P(X < s): the atom's jump is at 0
     m = s.size
     d_plus = np.max(np.arange(1, m + 1) / m - F)
-    d_minus = np.max(F - np.arange(m) / m)
+    d_minus = np.max(F_left - np.arange(m) / m)
     return float(max(d_plus, d_minus))
 
 
@@ -90,7 +109,8 @@ def tail_probabilities(
 
     For each level ``p``, the threshold ``t`` is the empirical ``1 - p`` quantile of ``|x|``
     (numpy's default linear interpolation); ``empirical = #{|x| > t} / n`` and
-    ``model = sf(t) + cdf(-t)`` (computed in log space, so tiny model masses stay finite in
+    ``model = (1 - p0) (S(t) + F(-t))`` of the continuous part (``t >= 0``, so the atom at
+    zero never counts; computed in log space, so tiny model masses stay finite in
     ``abs_log10_error``).
 
     Returns:
@@ -104,7 +124,7 @@ def tail_probabilities(
     thresholds = np.quantile(mag, 1.0 - lv)
     empirical = np.array([np.count_nonzero(mag > t) for t in thresholds]) / a.size
     fz = fitted.frozen()
-    log_model = np.logaddexp(fz.logsf(thresholds), fz.logcdf(-thresholds))
+    log_model = math.log1p(-fitted.p0) + np.logaddexp(fz.logsf(thresholds), fz.logcdf(-thresholds))
     with np.errstate(divide="ignore"):
         err = np.abs(log_model / math.log(10) - np.log10(empirical))
     err[empirical == 0] = np.nan
@@ -130,7 +150,7 @@ def goodness_of_fit(fitted: FittedDistribution, x: Any, *, seed: int = 0) -> dic
         ``tail_err_<level>`` (that error at each of :data:`TAIL_LEVELS`, NaN without mass).
     """
     a = check_gradient(x)
-    loglik = _total_logpdf(fitted.frozen(), a)
+    loglik = total_loglik(fitted, a)
     per_level = tail_probabilities(fitted, a)["abs_log10_error"]
     tails = per_level.dropna()
     k = fitted.n_params

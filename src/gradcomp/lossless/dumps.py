@@ -7,7 +7,13 @@ parameter's shape:
   the number of minibatches (accumulated in float64, rounded once);
 - ``last_batch/<name>``: the gradient of the epoch's last minibatch.
 
-Metadata (the model, run, seed, epoch and ``n_batches``) is stored as one
+Each minibatch gradient is that of the loss the run stepped on (metadata
+``loss_reduction``): with ``sum`` (the authors') the batch sum of the per-image
+cross-entropies, ``batch_size`` times the mean-loss gradient, and ``last_batch_size``
+times it for the last batch; with ``mean`` the batch mean.
+
+Metadata (the model, run, seed, epoch, ``n_batches``, ``batch_size``,
+``last_batch_size`` and ``loss_reduction``) is stored as one
 JSON string under the key ``gradcomp``: safetensors writes metadata keys in
 hash order, so a single key keeps the file bytes reproducible. ``n_batches``
 lets the authors' slip (dividing by ``n_batches - 1``) be recomputed exactly as

@@ -123,29 +123,51 @@ def figure_l5(
     model: str,
     source: str = "",
 ) -> None:
-    """L5: compressed size / 8-bit FP8 versus epoch per coder (exact accounting).
+    """L5: compressed size / 8-bit FP8 versus epoch per coder (exact accounting, raw
+    gradient: scaling ``none``, else the first scaling in the tables).
 
     Panels: the lower, middle and upper tensor and all coded tensors together
-    (bits added over tensors); lines: mean over runs, band: one sd.
+    (bits added over tensors); lines: mean over runs, band: one sd. Each panel's title
+    gives the share of entries the grid rounds to zero and the share it saturates, over
+    its runs and epochs.
     """
     coding = read_with_positions(coding_tsvs, [positions_tsv])
-    coding = coding[(coding["accounting"] == "exact") & coding["coder"].isin(L5_CODERS)]
+    scaling = "none" if "none" in set(coding["scaling"]) else str(coding["scaling"].iloc[0])
+    coding = coding[(coding["accounting"] == "exact") & (coding["scaling"] == scaling)]
+    coding = coding[coding["coder"].isin(L5_CODERS)]
     keys = ["run", "epoch", "coder"]
     everything = coding.groupby(keys, as_index=False)[["total_bits", "numel"]].sum()
-    everything["position"] = "all tensors"
+    everything["position"] = everything["tensor"] = "all tensors"
     parts = [
-        coding[coding["position"] != ""][[*keys, "position", "total_bits", "numel"]],
+        coding[coding["position"] != ""][[*keys, "position", "tensor", "total_bits", "numel"]],
         everything,
     ]
     data = pd.concat(parts, ignore_index=True)
     data["size / FP8"] = data["total_bits"] / (8.0 * data["numel"])
+    data["panel"] = data["position"].map(_range_labels(coding))
     plots.plot_lines(
-        data, x="epoch", y="size / FP8", hue="coder", col="position", png_path=png,
+        data, x="epoch", y="size / FP8", hue="coder", col="panel", png_path=png,
         hue_order=[c for c in L5_CODERS if c in set(data["coder"])], col_wrap=2,
-        xlabel="epoch", ylabel="compressed size / 8-bit FP8",
-        title=f"L5 {model}: lossless coding of FP8-quantized gradients "
+        palette=lplots.CODER_COLORS, xlabel="epoch", ylabel="compressed size / 8-bit FP8",
+        title=f"L5 {model}: lossless coding of FP8-quantized gradients, scaling {scaling} "
         f"(mean ± sd over {coding['run'].nunique()} runs){_source(source)}",
     )  # fmt: skip
+
+
+def _range_labels(coding: pd.DataFrame) -> dict[str, str]:
+    """Panel title per position (and "all tensors"): the tensor and the shares of its
+    entries on the zero level (exact zeros included) and saturated, over runs and epochs."""
+    tensors = coding.drop_duplicates(["run", "epoch", "kind", "tensor"])  # one row per coding
+    groups = {"all tensors": tensors}
+    groups |= {p: g for p, g in tensors.groupby("position") if p}
+    labels = {}
+    for position, rows in groups.items():
+        numel = rows["numel"].sum()
+        zero = (numel - rows["n_nonzero"].sum()) / numel
+        saturated = rows["n_saturated"].sum() / numel
+        name = position if position == "all tensors" else f"{position}: {rows['tensor'].iloc[0]}"
+        labels[position] = f"{name}\n{zero:.2%} round to zero, {saturated:.2%} saturate"
+    return labels
 
 
 def _source(source: str) -> str:

@@ -5,6 +5,10 @@
 fit of :func:`gradcomp.distributions.goodness_of_fit`. Tensors with fewer
 than ``min_entries`` entries (biases, BatchNorm) are skipped: a fit on a few
 dozen entries says little about a law's tails.
+
+``p0`` is the share of exact zeros, a fitted parameter (the family is fitted to the
+non-zero entries; see :mod:`gradcomp.distributions.fitting`); ``shape_at_bound`` flags a
+shape that ended on :data:`gradcomp.distributions.SHAPE_BOUNDS` (also logged as a warning).
 """
 
 from __future__ import annotations
@@ -32,15 +36,18 @@ log = logging.getLogger(__name__)
 PARAM_COLUMNS = ("beta", "c", "loc", "scale")
 FIT_COLUMNS = (
     "model", "run", "epoch", "kind", "tensor", "numel", "family",
-    *PARAM_COLUMNS, "loglik", "loglik_per_entry", "aic", "bic", "ks", "w2", "tail_log10_err",
+    *PARAM_COLUMNS, "p0", "shape_at_bound",
+    "loglik", "loglik_per_entry", "aic", "bic", "ks", "w2", "tail_log10_err",
     *(f"tail_err_{level:g}" for level in TAIL_LEVELS),
 )  # fmt: skip
 
 
 def fitted_from_row(row: pd.Series | dict) -> FittedDistribution:
-    """Rebuild a :class:`FittedDistribution` from a row of the fit table."""
+    """Rebuild a :class:`FittedDistribution` (with its ``p0``) from a row of the fit table."""
     params = {k: float(row[k]) for k in PARAM_COLUMNS if not _missing(row.get(k))}
-    return FittedDistribution(row["family"], params, int(row["numel"]), float(row["loglik"]))
+    return FittedDistribution(
+        row["family"], params, int(row["numel"]), float(row["loglik"]), p0=float(row["p0"])
+    )
 
 
 def _missing(value) -> bool:
@@ -48,16 +55,31 @@ def _missing(value) -> bool:
 
 
 def fit_tensor(
-    values, *, families: Sequence[str], floc: float | None, label: str, seed: int = 0
+    values,
+    *,
+    families: Sequence[str],
+    floc: float | None,
+    label: str,
+    seed: int = 0,
+    zero_atom: bool = True,
 ) -> list[dict[str, float]]:
-    """One row per family for one tensor: parameters, log-likelihood and goodness of fit."""
+    """One row per family for one tensor: parameters, ``p0``, whether the shape ended on a
+    bound (logged as a warning), log-likelihood and goodness of fit."""
     values = check_gradient(values, label)  # float64 once, shared by every fit and metric
     rows = []
-    for family, fitted in fit_all(values, families, floc=floc, label=label).items():
+    fits = fit_all(values, families, floc=floc, label=label, zero_atom=zero_atom)
+    for family, fitted in fits.items():
+        if fitted.shape_at_bound:
+            log.warning(
+                "%s: the %s fit ended on a shape bound (%s; p0 = %.3g): a degenerate fit",
+                label, family, fitted.params, fitted.p0,
+            )  # fmt: skip
         rows.append(
             {
                 "family": family,
                 **{k: fitted.params.get(k, math.nan) for k in PARAM_COLUMNS},
+                "p0": fitted.p0,
+                "shape_at_bound": fitted.shape_at_bound,
                 "loglik": fitted.loglik,
                 **goodness_of_fit(fitted, values, seed=seed),
             }
@@ -75,11 +97,15 @@ def fit_run(
     min_entries: int,
     kinds: Sequence[str] = ("epoch_avg", "last_batch"),
     seed: int = 0,
+    zero_atom: bool = True,
 ) -> pd.DataFrame:
     """The fit table (columns :data:`FIT_COLUMNS`) of one training run's dumps.
 
+    ``zero_atom``: model exact zeros as the atom ``p0`` (see :func:`fit_tensor`).
+
     Raises :class:`GradientDataError` naming the model, run, epoch, kind and
-    tensor when a tensor cannot be fitted (NaN, inf, all zero, constant).
+    tensor when a tensor cannot be fitted (NaN, inf, all zero, constant, or
+    non-zero entries that are all equal).
     """
     rows = []
     for path in dump_paths:
@@ -90,7 +116,10 @@ def fit_run(
                     continue
                 label = f"{model} run{run} epoch{dump.epoch} {kind} {name}"
                 try:
-                    fits = fit_tensor(tensor, families=families, floc=floc, label=label, seed=seed)
+                    fits = fit_tensor(
+                        tensor, families=families, floc=floc, label=label, seed=seed,
+                        zero_atom=zero_atom,
+                    )  # fmt: skip
                 except GradientDataError as err:
                     raise GradientDataError(f"{err} (dump {path})") from err
                 head = {

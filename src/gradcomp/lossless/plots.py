@@ -1,6 +1,8 @@
 """Paper L's drawings: histograms with fitted pdfs (L1), tails (L2), a fit metric per epoch
 (L3) and the GenNorm parameters per epoch (L4). Each takes data already loaded and writes
-one figure with :func:`gradcomp.plots.save_figure`; a family has the same colour everywhere.
+one figure with :func:`gradcomp.plots.save_figure`, its legend outside the panels. A family
+has the same colour in every L figure (:data:`FAMILY_COLORS`; in L5 the Huffman code
+designed from it, :data:`CODER_COLORS`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import seaborn as sns
 
 from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.lossless.positions import POSITIONS
-from gradcomp.plots import save_figure, set_theme
+from gradcomp.plots import legend_outside, save_figure, set_theme
 
 FAMILY_COLORS = {"norm": "C0", "laplace": "C2", "gennorm": "C3", "dweibull": "C4"}
 FAMILY_LABELS = {
@@ -24,6 +26,17 @@ FAMILY_LABELS = {
     "gennorm": "GenNorm",
     "dweibull": "double Weibull",
 }
+#: L5's coders: a model-designed code in its family's colour, the others in colours no
+#: family uses.
+CODER_COLORS = {
+    **{f"huffman_{family}": color for family, color in FAMILY_COLORS.items()},
+    "lz78": "C1",
+    "zstd": "C5",
+    "huffman_empirical": "C7",
+    "entropy": "k",
+}
+#: L4's tensor positions, in colours no family uses.
+POSITION_COLORS = {"lower": "C8", "middle": "C5", "upper": "C9"}
 
 
 def plot_histograms(
@@ -75,7 +88,7 @@ def plot_histograms(
                     f"{tensor}, epoch {epoch}" + (" (log)" if log_scale else ""), fontsize=8
                 )
                 ax.ticklabel_format(axis="x", style="sci", scilimits=(-2, 2))
-    axes[0, 0].legend(fontsize=7)
+    legend_outside(fig, axes[0, 0])
     fig.suptitle(title)
     save_figure(fig, png_path)
 
@@ -118,7 +131,7 @@ def plot_tails(
         ax.set_ylabel("P(|g| > t)")
         tensor = rows["tensor"].iloc[0] if len(rows) else position
         ax.set_title(f"{position}: {tensor}", fontsize=9)
-    axes[0, 0].legend(fontsize=7)
+    legend_outside(fig, axes[0, 0])
     fig.suptitle(title)
     save_figure(fig, png_path)
 
@@ -139,13 +152,17 @@ def plot_metric_by_epoch(
     """
     set_theme()
     data = fits[fits["position"] != ""].copy()
+    families = [f for f in FAMILY_COLORS if f in set(data["family"])]
     data["family"] = data["family"].map(lambda f: FAMILY_LABELS.get(f, f))
     grid = sns.relplot(
         data=data, x="epoch", y=metric, hue="family", row="kind", col="position",
         col_order=[p for p in POSITIONS if p in set(data["position"])],
+        hue_order=[FAMILY_LABELS[f] for f in families],
+        palette={FAMILY_LABELS[f]: FAMILY_COLORS[f] for f in families},
         kind="line", errorbar="sd", marker="o", height=2.6, aspect=1.25,
         facet_kws={"sharey": False},
     )  # fmt: skip
+    legend_outside(grid)
     grid.set_axis_labels("epoch", ylabel)
     grid.set_titles("{row_name} | {col_name}")
     if log_y:
@@ -167,12 +184,15 @@ def plot_gennorm_parameters(fits: pd.DataFrame, *, title: str, png_path: str | P
             y=param,
             hue="position",
             hue_order=order,
+            palette=POSITION_COLORS,
             style="kind",
             errorbar="sd",
             marker="o",
             ax=ax,
         )
         ax.set_ylabel(f"GenNorm {param}")
+        ax.get_legend().remove()
+    legend_outside(fig, axes[0])
     axes[1].set_yscale("log")
     axes[0].axhline(2.0, color="0.5", lw=0.8, ls=":")
     axes[0].text(data["epoch"].min(), 2.0, " Norm (beta = 2)", va="bottom", fontsize=7, color="0.4")

@@ -9,17 +9,20 @@ import pandas as pd
 
 from gradcomp import reporting
 from gradcomp.artifacts import read_tables
+from gradcomp.lossless.code_lossless import SCALINGS
 from gradcomp.lossless.positions import read_with_positions
 
 T2_METRICS = ("loglik_per_entry", "aic", "ks", "w2", "tail_log10_err")
 
 
 def table_t1(coding_tsvs: Sequence[str | Path], tsv: str | Path, md: str | Path) -> pd.DataFrame:
-    """T1: bits per entry per coder and model, exact and slip accounting."""
+    """T1: bits per entry per coder and model, by scaling and accounting, with the shares of
+    entries the grid rounds to zero and saturates."""
     table = coding_rate_table(read_tables(coding_tsvs))
     reporting.write_table(
         table, tsv, md,
-        title="T1: bits per entry by coder (mean ± sd over runs; side information included)",
+        title="T1: bits per entry by coder (mean ± sd over runs; side information included; "
+        "zero_share / saturated_share: entries the grid rounds to zero / saturates)",
     )  # fmt: skip
     return table
 
@@ -51,21 +54,37 @@ def fit_quality_table(fits: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def coding_rate_table(coding: pd.DataFrame) -> pd.DataFrame:
-    """T1: bits per entry per coder, model and accounting, and ratios to 32 and 8 bits.
+T1_METRICS = (
+    "bits_per_entry", "ratio_to_32bit", "ratio_to_8bit", "zero_share", "exact_zero_share",
+    "saturated_share",
+)  # fmt: skip
 
-    Within each run the bits of every coded tensor and epoch are added and
-    divided by the entries coded; the table gives the mean and sd of that
-    rate over runs.
+
+def coding_rate_table(coding: pd.DataFrame) -> pd.DataFrame:
+    """T1: bits per entry per coder, model, scaling and accounting, ratios to 32 and 8 bits,
+    and the shares of entries on the zero level (exact zeros included), exactly zero before
+    quantization, and saturated.
+
+    Within each run the bits and counts of every coded tensor and epoch are added and
+    divided by the entries coded; the table gives the mean and sd over runs.
     """
-    keys = ["model", "accounting", "coder"]
-    per_run = (
-        coding.groupby([*keys, "run"], sort=False)[["total_bits", "numel"]].sum().reset_index()
-    )
+    keys = ["model", "scaling", "accounting", "coder"]
+    coding = coding.assign(n_zero=coding["numel"] - coding["n_nonzero"])
+    counts = ["total_bits", "numel", "n_zero", "n_exact_zero", "n_saturated"]
+    per_run = coding.groupby([*keys, "run"], sort=False)[counts].sum().reset_index()
     per_run["bits_per_entry"] = per_run["total_bits"] / per_run["numel"]
     per_run["ratio_to_32bit"] = per_run["bits_per_entry"] / 32.0
     per_run["ratio_to_8bit"] = per_run["bits_per_entry"] / 8.0
-    table = reporting.summarise(
-        per_run, by=keys, metrics=("bits_per_entry", "ratio_to_32bit", "ratio_to_8bit")
-    ).rename(columns={"n": "runs"})
-    return table.sort_values(["model", "accounting", "bits_per_entry_mean"], kind="stable")
+    for share, count in (
+        ("zero_share", "n_zero"),
+        ("exact_zero_share", "n_exact_zero"),
+        ("saturated_share", "n_saturated"),
+    ):
+        per_run[share] = per_run[count] / per_run["numel"]
+    table = reporting.summarise(per_run, by=keys, metrics=T1_METRICS).rename(columns={"n": "runs"})
+    order = table["scaling"].map({name: i for i, name in enumerate(SCALINGS)})
+    return (
+        table.assign(scaling_order=order)
+        .sort_values(["model", "scaling_order", "accounting", "bits_per_entry_mean"], kind="stable")
+        .drop(columns="scaling_order")
+    )

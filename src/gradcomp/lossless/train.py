@@ -7,6 +7,16 @@ last checkpoint; the random streams (shuffling, augmentation, dropout) are
 part of the checkpoint, so a resumed run writes the same bytes as an
 uninterrupted one.
 
+Loss reduction (:attr:`TrainSettings.loss_reduction`): ``"sum"``, the default, is what
+the authors' TensorFlow code differentiates (a per-image loss vector, which
+``tape.gradient`` sums): the SGD step and the dumped gradients are those of the batch
+*sum* of the cross-entropy, ``batch_size`` times the mean-loss gradient (the number of
+images of the batch for a smaller last batch), so the step is ``lr * batch_size`` on the
+mean loss (0.64 at lr 0.01, batch 64). ``"mean"`` differentiates the batch mean.
+
+A loss that is not finite stops the run with :class:`TrainingDivergedError`, naming the
+model, run, epoch and batch; no dump of that epoch is written.
+
 Speed on CPU: the data stay uint8 tensors in memory, batches are converted
 and augmented as whole tensors, the model and batches are ``channels_last``.
 """
@@ -35,6 +45,8 @@ from gradcomp.training import evaluate, minibatches, resolve_device, to_float_ba
 
 log = logging.getLogger(__name__)
 
+LOSS_REDUCTIONS = ("sum", "mean")
+
 LOG_COLUMNS = (
     "epoch", "train_loss", "train_acc", "test_loss", "test_acc", "images_per_s", "seconds",
 )  # fmt: skip
@@ -45,8 +57,10 @@ class TrainSettings:
     """Everything that decides a run's numbers (and so its checkpoint's validity).
 
     ``dump_tensors``: ``fnmatch`` patterns over parameter names, ``["*"]``
-    for every trainable tensor. ``threads`` is part of it because CPU
-    reductions may round differently with another thread count.
+    for every trainable tensor. ``loss_reduction``: ``"sum"`` (the authors') or
+    ``"mean"`` over the batch's per-image cross-entropies, for the SGD step and the
+    dumped gradients alike. ``threads`` is part of it because CPU reductions may round
+    differently with another thread count.
     """
 
     model: str
@@ -55,11 +69,18 @@ class TrainSettings:
     batch_size: int = 64
     lr: float = 0.01
     momentum: float = 0.0
+    loss_reduction: str = "sum"
     augment: bool = True
     dump_tensors: tuple[str, ...] = ("*",)
     eval_batch_size: int = 1000
     threads: int = 1
     device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.loss_reduction not in LOSS_REDUCTIONS:
+            raise ValueError(
+                f"loss_reduction {self.loss_reduction!r}: expected one of {LOSS_REDUCTIONS}"
+            )
 
     def fingerprint(self, data: Cifar10) -> str:
         """Hash of the settings and the data sizes; a checkpoint resumes only on a match."""
@@ -68,6 +89,10 @@ class TrainSettings:
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class TrainingDivergedError(FloatingPointError):
+    """The training loss became NaN or infinite; the message names model, run, epoch, batch."""
 
 
 def select_parameters(model: nn.Module, patterns: tuple[str, ...]) -> dict[str, nn.Parameter]:
@@ -117,25 +142,38 @@ def train_epoch(
     generator: torch.Generator,
     accumulator: GradientAccumulator | None,
     device: torch.device,
+    epoch: int = 0,
 ) -> tuple[float, float, int]:
-    """One pass over the training split; returns (mean loss, accuracy, images seen)."""
+    """One pass over the training split; returns (mean loss per image in nats, accuracy,
+    images seen), whatever the loss reduction the step differentiates.
+
+    Raises :class:`TrainingDivergedError` at the first batch whose loss is not finite,
+    before that batch's step.
+    """
     model.train()
     images, labels = data.train_images, data.train_labels
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
     correct = torch.zeros((), dtype=torch.int64, device=device)
-    for idx in minibatches(len(labels), settings.batch_size, generator):
+    for batch, idx in enumerate(minibatches(len(labels), settings.batch_size, generator), 1):
         x = to_float_batch(images[idx], device)
         if settings.augment:
             x = random_affine(x, generator).contiguous(memory_format=torch.channels_last)
         y = labels[idx].to(device)
         logits = model(x)
-        loss = F.cross_entropy(logits, y)
+        loss = F.cross_entropy(logits, y, reduction=settings.loss_reduction)
+        if not torch.isfinite(loss):
+            raise TrainingDivergedError(
+                f"{settings.model} run{settings.seed} epoch{epoch} batch{batch}: the training "
+                f"loss ({settings.loss_reduction} over {len(idx)} images) is {loss.item()}; "
+                f"lower lossless.lr ({settings.lr}) or set lossless.loss_reduction: mean"
+            )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if accumulator is not None:
             accumulator.add()
         optimizer.step()
-        loss_sum += loss.detach() * len(idx)
+        summed = settings.loss_reduction == "sum"
+        loss_sum += loss.detach() if summed else loss.detach() * len(idx)
         correct += (logits.detach().argmax(1) == y).sum()
     n = len(labels)
     return loss_sum.item() / n, correct.item() / n, n
@@ -208,7 +246,7 @@ def train_with_dumps(
         t0 = time.perf_counter()
         accumulator = GradientAccumulator(params)
         train_loss, train_acc, seen = train_epoch(
-            model, optimizer, data, settings, generator, accumulator, device
+            model, optimizer, data, settings, generator, accumulator, device, epoch
         )
         train_seconds = time.perf_counter() - t0
         test_loss, test_acc = evaluate(
@@ -227,6 +265,9 @@ def train_with_dumps(
                 "epoch": epoch,
                 "n_batches": accumulator.n_batches,
                 "batch_size": settings.batch_size,
+                "last_batch_size": len(data.train_labels)
+                - (accumulator.n_batches - 1) * settings.batch_size,
+                "loss_reduction": settings.loss_reduction,
                 "n_train": len(data.train_labels),
                 **(extra_metadata or {}),
             },

@@ -24,6 +24,7 @@ the sign of an entry is sent only when its magnitude level is non-zero.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,7 @@ import numpy as np
 __all__ = [
     "GRIDS",
     "GridQuantizer",
+    "amax_exponent",
     "as_numpy",
     "fp_grid",
     "fp_levels",
@@ -325,6 +327,28 @@ GRIDS: dict[str, Callable[..., GridQuantizer]] = {
     "fp4_e2m1": _fp_factory(2, 1, 1, "none", "fp4_e2m1"),
     "uniform": uniform_grid,
 }
+
+
+def amax_exponent(amax: float, unit_max: float) -> int:
+    """Power-of-two scaling of FP8 training recipes: the largest integer ``k`` with
+    ``amax * 2**k <= unit_max``.
+
+    Multiplying a tensor whose largest magnitude is ``amax`` (data units) by ``2**k`` puts
+    that magnitude in the top binade of a grid whose largest level is ``unit_max`` (grid
+    units), without saturating; the grid in data units is then ``scale = 2**-k``, and ``k``
+    is the side information a decoder needs.  ``amax = 0`` (nothing to scale) gives 0.
+    """
+    if not (math.isfinite(amax) and amax >= 0 and unit_max > 0):
+        raise ValueError(f"need a finite amax >= 0 and unit_max > 0, got {amax}, {unit_max}")
+    if amax == 0:
+        return 0
+    _, exponent = math.frexp(unit_max / amax)  # ratio = mantissa * 2**exponent, mantissa < 1
+    k = exponent - 1  # 2**k <= ratio < 2**(k+1), up to the rounding of the division
+    while amax * 2.0**k > unit_max:
+        k -= 1
+    while amax * 2.0 ** (k + 1) <= unit_max:
+        k += 1
+    return k
 
 
 def get_grid(name: str, **kw: Any) -> GridQuantizer:

@@ -1,0 +1,91 @@
+"""Paper L's drawings: legends outside the panels, one colour per family in every figure."""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pandas as pd
+import pytest
+
+from gradcomp import plots
+from gradcomp.lossless import plots as lplots
+
+FAMILIES = ("norm", "laplace", "gennorm")
+
+
+@pytest.fixture
+def captured(monkeypatch) -> list:
+    """Figures handed to save_figure, kept open instead of written."""
+    figures: list = []
+    for module in (plots, lplots):
+        monkeypatch.setattr(module, "save_figure", lambda fig, path: figures.append(fig))
+    return figures
+
+
+@pytest.fixture(scope="module")
+def fits() -> pd.DataFrame:
+    rows = []
+    for run, epoch, position, family in itertools.product(
+        (0, 1), (1, 2, 3), ("lower", "middle", "upper"), FAMILIES
+    ):
+        rows.append({
+            "run": run, "epoch": epoch, "kind": "epoch_avg", "position": position,
+            "tensor": f"{position}.weight", "family": family, "numel": 1000, "loglik": 0.0,
+            "w2": 0.1 + 0.01 * epoch, "beta": 1.0 if family == "gennorm" else np.nan,
+            "loc": 0.0, "scale": 1e-3, "p0": 0.0,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def legend_right_of_every_panel(fig) -> dict[str, tuple]:
+    """Assert the figure has one legend, right of all axes; return its colours by label."""
+    fig.tight_layout()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert len(fig.legends) == 1
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    legend = fig.legends[0]
+    right = max(ax.get_window_extent(renderer).x1 for ax in fig.axes)
+    assert legend.get_window_extent(renderer).x0 >= right
+    return {
+        text.get_text(): mcolors.to_rgb(handle.get_color())
+        for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True)
+        if hasattr(handle, "get_color")
+    }
+
+
+def test_l3_legend_outside_and_family_colours(fits, captured) -> None:
+    lplots.plot_metric_by_epoch(fits, metric="w2", ylabel="W2", title="L3", png_path="x.png")
+    colours = legend_right_of_every_panel(captured[0])
+    for family in FAMILIES:
+        label = lplots.FAMILY_LABELS[family]
+        assert colours[label] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
+
+
+def test_l2_and_l4_legends_outside(fits, captured) -> None:
+    rng = np.random.default_rng(0)
+    samples = {p: rng.laplace(scale=1e-3, size=2000) for p in ("lower", "middle", "upper")}
+    lplots.plot_tails(samples, fits[fits["epoch"] == 3], title="L2", png_path="x.png")
+    colours = legend_right_of_every_panel(captured[0])
+    assert colours["GenNorm"] == mcolors.to_rgb(lplots.FAMILY_COLORS["gennorm"])
+    lplots.plot_gennorm_parameters(fits, title="L4", png_path="x.png")
+    legend_right_of_every_panel(captured[1])
+
+
+def test_l5_codes_take_their_family_colour(captured) -> None:
+    data = pd.DataFrame(
+        [
+            {"epoch": e, "coder": c, "panel": p, "size": 0.7 + 0.01 * e}
+            for e, c, p in itertools.product((1, 2), lplots.CODER_COLORS, ("lower", "all"))
+        ]
+    )
+    plots.plot_lines(
+        data, x="epoch", y="size", hue="coder", col="panel", title="L5", png_path="x.png",
+        xlabel="epoch", ylabel="size", palette=lplots.CODER_COLORS,
+    )  # fmt: skip
+    colours = legend_right_of_every_panel(captured[0])
+    for family in FAMILIES:
+        assert colours[f"huffman_{family}"] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
+    assert len(set(colours.values())) == len(colours)  # every coder its own colour
