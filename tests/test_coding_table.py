@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import heapq
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.stats
-import torch
 
 from gradcomp.distributions import fit
 from gradcomp.lossless.code_lossless import code_run, code_tensor, fp8_bytes, model_code
@@ -24,11 +24,43 @@ def by_coder(rows):
     return {r["coder"]: r for r in rows}
 
 
+def e5m2_value(byte: int) -> float:
+    """Decode one FP8 E5M2 byte from the format's definition: 1 sign bit, 5 exponent bits
+    (bias 15), 2 mantissa bits; exponent 0 holds the subnormals (and zero), exponent 31
+    inf/NaN."""
+    sign = -1.0 if byte >> 7 else 1.0
+    exponent, mantissa = (byte >> 2) & 0b11111, byte & 0b11
+    if exponent == 31:
+        return sign * math.inf if mantissa == 0 else math.nan
+    if exponent == 0:
+        return sign * (mantissa / 4) * 2.0**-14
+    return sign * (1 + mantissa / 4) * 2.0 ** (exponent - 15)
+
+
+def test_e5m2_decoder_reference_points() -> None:
+    # the decoder above against well-known E5M2 values
+    assert e5m2_value(0x3C) == 1.0 and e5m2_value(0xC0) == -2.0
+    assert e5m2_value(0x7B) == 57344.0  # largest finite
+    assert e5m2_value(0x04) == 2.0**-14 and e5m2_value(0x01) == 2.0**-16  # normal / subnormal
+    assert e5m2_value(0x7C) == math.inf and math.isnan(e5m2_value(0x7F))
+
+
 def test_fp8_bytes_are_e5m2_bit_patterns(gradient) -> None:
     grid = get_grid("fp8_e5m2")
-    values = grid.quantize(gradient)
-    expected = torch.from_numpy(values.astype(np.float32)).to(torch.float8_e5m2)
-    assert fp8_bytes(values, grid) == expected.view(torch.uint8).numpy().tobytes()
+    finite = [b for b in range(256) if (b >> 2) & 0b11111 != 31]
+    table = np.array([e5m2_value(b) for b in finite])
+    # the grid is exactly the set of finite E5M2 values
+    np.testing.assert_array_equal(grid.levels, np.unique(table))
+    # every finite byte (-0 included) is the code of its own value
+    assert fp8_bytes(table, grid) == bytes(finite)
+    # real data, with zeros, subnormals, the extremes and saturating values
+    special = [0.0, -0.0, 1e-9, -1e-9, 2.0**-16, -(2.0**-14), 57344.0, -57344.0, 1e9, -1e9]
+    values = grid.quantize(np.concatenate([gradient, special]))
+    codes = fp8_bytes(values, grid)
+    assert len(codes) == values.size
+    decoded = np.array([e5m2_value(b) for b in codes])
+    np.testing.assert_array_equal(decoded, values)
+    assert np.all(np.signbit(decoded[values != 0]) == np.signbit(values[values != 0]))
 
 
 def test_rates_are_ordered_and_consistent(gradient) -> None:

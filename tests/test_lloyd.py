@@ -41,6 +41,89 @@ def test_gaussian_m0_reproduces_lloyd_max(n_levels, levels, mse):
     assert res.distortion == pytest.approx(mse, abs=6e-5)
 
 
+# Optimum quantizers of the unit-variance Laplace law (Paez & Glisson 1972, corrected by
+# Adams & Giesler 1978): positive output levels; N = 2 is E|X| = 1/sqrt(2), MSE 1/2.
+@pytest.mark.parametrize(
+    "n_levels, levels",
+    [(2, [0.7071]), (4, [0.4198, 1.8340]), (8, [0.2334, 0.8330, 1.6725, 3.0867])],
+)
+def test_laplace_m0_reproduces_published_levels(n_levels, levels):
+    law = stats.laplace(scale=1 / np.sqrt(2))
+    res = lloyd_design("laplace", {"loc": 0.0, "scale": 1 / np.sqrt(2)}, n_levels, 0)
+    np.testing.assert_allclose(res.levels[n_levels // 2 :], levels, atol=6e-4)
+    assert res.distortion == pytest.approx(quad_distortion(law, res.levels, 0), rel=1e-8)
+    if n_levels == 2:
+        assert res.distortion == pytest.approx(0.5, rel=1e-10)
+
+
+def quad_cell(fn, a: float, b: float, split: float) -> float:
+    """int_a^b fn by scipy quad, split at ``split`` (the weight's kink / the density's peak)."""
+    pieces = [(a, min(b, split)), (max(a, split), b)]
+    return sum(
+        integrate.quad(fn, u, v, epsabs=0.0, epsrel=1e-11, limit=200)[0] for u, v in pieces if u < v
+    )
+
+
+def quad_distortion(law, levels, M, thresholds=None, loc=0.0) -> float:
+    """E |X - loc|^M (X - Q(X))^2 by quadrature of the scipy density, cell by cell."""
+    levels = np.asarray(levels, dtype=float)
+    t = 0.5 * (levels[1:] + levels[:-1]) if thresholds is None else np.asarray(thresholds)
+    edges = np.concatenate([[-np.inf], t, [np.inf]])
+    return sum(
+        quad_cell(lambda x, y=y: abs(x - loc) ** M * (x - y) ** 2 * law.pdf(x), a, b, loc)
+        for y, a, b in zip(levels, edges[:-1], edges[1:], strict=True)
+    )
+
+
+LLOYD_CASES = [
+    ("gennorm", {"beta": 0.8, "loc": 0.0, "scale": 1.0}, 8, 2),
+    ("gennorm", {"beta": 1.5, "loc": 0.0, "scale": 0.3}, 4, 1),
+    ("dweibull", {"c": 1.4, "loc": 0.0, "scale": 1.0}, 8, 3),
+    ("norm", {"loc": 0.0, "scale": 1.0}, 8, 0.5),
+]
+
+
+@pytest.mark.parametrize("family, params, n_levels, M", LLOYD_CASES)
+def test_lloyd_design_against_scipy_quadrature(family, params, n_levels, M):
+    law = getattr(stats, family)(**params)
+    res = lloyd_design(family, params, n_levels, M)
+    # its distortion is the quadrature of the scipy density at its levels
+    assert res.distortion == pytest.approx(quad_distortion(law, res.levels, M), rel=1e-7)
+    # nearest-level cells, and every level is the |x|^M-weighted centroid of its cell
+    edges = np.concatenate([[-np.inf], res.thresholds, [np.inf]])
+    for y, a, b in zip(res.levels, edges[:-1], edges[1:], strict=True):
+        mass = quad_cell(lambda x: abs(x) ** M * law.pdf(x), a, b, 0.0)
+        first = quad_cell(lambda x: x * abs(x) ** M * law.pdf(x), a, b, 0.0)
+        assert y == pytest.approx(first / mass, rel=1e-7, abs=1e-12)
+    # a local minimum: moving any one level (with its cells) costs distortion
+    base = quad_distortion(law, res.levels, M)
+    for k in range(n_levels // 2, n_levels):
+        for step in (-0.02, 0.02):
+            moved = res.levels.copy()
+            moved[k] += step * params["scale"]
+            moved[n_levels - 1 - k] = -moved[k]
+            assert quad_distortion(law, np.sort(moved), M) > base
+
+
+@pytest.mark.parametrize(
+    "family, params, M",
+    [
+        ("gennorm", {"beta": 0.6, "loc": 0.2, "scale": 0.5}, 2),
+        ("dweibull", {"c": 0.8, "loc": -0.1, "scale": 1.2}, 1.5),
+        ("laplace", {"loc": 0.0, "scale": 2.0}, 3),
+    ],
+)
+def test_expected_distortion_against_scipy_quadrature(family, params, M):
+    law = getattr(stats, family)(**params)
+    levels = np.array([-2.0, -0.4, 0.1, 0.9, 3.0])
+    ref = quad_distortion(law, levels, M, loc=params["loc"])
+    assert expected_distortion(family, params, levels, M) == pytest.approx(ref, rel=1e-8)
+    thresholds = np.array([-1.0, -0.3, 0.2, 2.5])  # cells other than the midpoints
+    ref = quad_distortion(law, levels, M, thresholds, loc=params["loc"])
+    got = expected_distortion(family, params, levels, M, thresholds)
+    assert got == pytest.approx(ref, rel=1e-8)
+
+
 def test_scale_and_location_equivariance():
     base = lloyd_design("gennorm", {"beta": 0.9, "scale": 1.0}, 8, 2)
     moved = lloyd_design("gennorm", {"beta": 0.9, "loc": 0.3, "scale": 0.01}, 8, 2)

@@ -1,0 +1,144 @@
+"""Tests of gradcomp.lossy.distortion_study (figure Y5's table) on synthetic updates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy import stats
+
+import gradcomp.lossy.distortion_study as study
+from gradcomp.lossy.distortion_study import BOUND, distortion_study, distortion_table, kept_entries
+from gradcomp.lossy.run_files import save_snapshot
+
+RATES = [1, 2]
+MS = [0.0, 2.0]
+QUANTIZERS = {"uniform", "lloyd gennorm (same M)", "lloyd gauss (M0)", "gaussian channel"}
+# Max (1960): positive Lloyd-Max levels of the unit normal for 2 and 4 levels
+MAX_LEVELS = {1: [0.7979], 2: [0.4528, 1.510]}
+
+
+def weighted(x: np.ndarray, x_hat: np.ndarray, M: float) -> float:
+    return float(np.mean(np.abs(x) ** M * (x - x_hat) ** 2))
+
+
+def nearest(x: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    return levels[np.argmin(np.abs(x[:, None] - levels[None, :]), axis=1)]
+
+
+@pytest.fixture(scope="module")
+def values() -> np.ndarray:
+    return stats.gennorm.rvs(1.0, scale=1e-3, size=3000, random_state=np.random.default_rng(4))
+
+
+@pytest.fixture(scope="module")
+def table(values) -> pd.DataFrame:
+    # the bound's curve on a coarser grid than the pipeline's, for speed (its accuracy is
+    # tested in test_rate_distortion.py)
+    real = study.distortion_rate_curve
+
+    def coarse(*args, **kwargs):
+        return real(*args, grid_size=300, n_sweep=10, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(study, "distortion_rate_curve", coarse)
+        return distortion_table(values, rates=RATES, Ms=MS)
+
+
+def points(table: pd.DataFrame, name: str, M: float) -> pd.Series:
+    rows = table[(table["quantizer"] == name) & (table["M"] == M)]
+    return rows.set_index("rate_bits")["distortion"]
+
+
+def test_table_columns_and_rows(table):
+    assert list(table.columns) == ["M", "quantizer", "rate_bits", "distortion"]
+    assert set(table["quantizer"]) == QUANTIZERS | {BOUND}
+    measured = table[table["quantizer"] != BOUND]
+    assert len(measured) == len(MS) * len(RATES) * len(QUANTIZERS)
+    assert sorted(set(measured["rate_bits"])) == RATES
+    assert set(table["M"]) == set(MS)
+    assert np.all(np.isfinite(table["distortion"])) and np.all(table["distortion"] > 0)
+
+
+@pytest.mark.parametrize("M", MS)
+@pytest.mark.parametrize("R", RATES)
+def test_uniform_distortion_by_hand(table, values, M, R):
+    levels = np.linspace(values.min(), values.max(), 2**R)
+    expected = weighted(values, nearest(values, levels), M)
+    assert points(table, "uniform", M)[R] == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("R", RATES)
+def test_gaussian_lloyd_max_and_channel_by_hand(table, values, R):
+    mean, std = values.mean(), values.std()
+    half = np.array(MAX_LEVELS[R])
+    levels = mean + std * np.concatenate([-half[::-1], half])
+    expected = weighted(values, nearest(values, levels), 0)
+    # Max's levels have four digits
+    assert points(table, "lloyd gauss (M0)", 0)[R] == pytest.approx(expected, rel=2e-3, abs=0)
+    # test channel: x + std N(0, 2^-2R), so D_0 = var 2^-2R up to the noise's sample mean
+    assert points(table, "gaussian channel", 0)[R] == pytest.approx(
+        values.var() * 2.0 ** (-2 * R), rel=0.1, abs=0
+    )
+
+
+@pytest.mark.parametrize("M", MS)
+def test_distortion_falls_with_rate_and_bound_lies_below(table, M):
+    bound = points(table, BOUND, M)
+    assert len(bound) > 0 and np.all(np.diff(bound.to_numpy()) < 0)
+    for name in QUANTIZERS:
+        d = points(table, name, M)
+        assert np.all(np.diff(d.to_numpy()) < 0), name
+        for R in RATES:
+            assert bound[float(R)] < d[R], (name, R)
+
+
+def write_snapshot(path, before: dict[str, torch.Tensor], kept: dict[str, torch.Tensor]):
+    after = {name: t.clone() for name, t in before.items()}
+    save_snapshot({"before": before, "after": after, "kept": kept}, path)
+
+
+def test_kept_entries_are_the_kept_nonzero_entries(tmp_path):
+    rng = np.random.default_rng(0)
+    before = rng.normal(size=(6, 7)).astype(np.float32)
+    before[0, :3] = 0.0  # kept zeros are not entries of the update
+    kept = rng.random((6, 7)) < 0.5
+    kept[0, :3] = True
+    path = tmp_path / "update.safetensors"
+    write_snapshot(
+        path,
+        {"conv.weight": torch.from_numpy(before), "fc.bias": torch.ones(3)},
+        {"conv.weight": torch.from_numpy(kept), "fc.bias": torch.ones(3, dtype=torch.bool)},
+    )
+    got = kept_entries(path, "conv.weight")
+    expected = before[kept & (before != 0)].astype(np.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_kept_entries_errors_name_the_tensor(tmp_path):
+    path = tmp_path / "update.safetensors"
+    write_snapshot(
+        path,
+        {"fc1.weight": torch.ones(4), "fc2.weight": torch.tensor([0.0, 1.0, 0.0])},
+        {"fc1.weight": torch.ones(4, dtype=torch.bool), "fc2.weight": torch.tensor([1, 0, 1]) > 0},
+    )
+    with pytest.raises(ValueError, match=r"'conv9.weight' is not in the update.*fc1.weight"):
+        kept_entries(path, "conv9.weight")
+    with pytest.raises(ValueError, match=r"kept no entry of 'fc2.weight'"):
+        kept_entries(path, "fc2.weight")
+
+
+def test_distortion_study_writes_the_table(tmp_path, monkeypatch):
+    def fake_table(values, *, rates, Ms, slip=False):
+        return pd.DataFrame(
+            {"M": [Ms[0]], "quantizer": ["uniform"], "rate_bits": [rates[0]], "distortion": [1.5]}
+        )
+
+    monkeypatch.setattr(study, "distortion_table", fake_table)
+    path = tmp_path / "update.safetensors"
+    write_snapshot(path, {"w": torch.tensor([1.0, 2.0])}, {"w": torch.ones(2, dtype=torch.bool)})
+    out = tmp_path / "y5" / "distortion_study.tsv"
+    table = distortion_study(path, out, tensor="w", rates=[3], Ms=[2.0])
+    pd.testing.assert_frame_equal(pd.read_csv(out, sep="\t"), table)
