@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.stats
+import torch
 
 from gradcomp.distributions import fit
 from gradcomp.lossless.code_lossless import code_run, code_tensor, fp8_bytes, model_code
