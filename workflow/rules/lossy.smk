@@ -40,9 +40,9 @@ rule one_round_study:
         "results/logs/lossy/{model}/one_round/seed{seed}.log",
     threads: LOSSY["threads"]
     resources:
-        mem_mb=rule_resource("federated", "mem_mb"),
-        runtime=rule_resource("federated", "runtime"),
-        gpu=rule_resource("federated", "gpu"),
+        mem_mb=rule_resource("one_round_study", "mem_mb"),
+        runtime=rule_resource("one_round_study", "runtime"),
+        gpu=rule_resource("one_round_study", "gpu"),
     conda:
         "../../envs/gradcomp.yaml"
     script:

@@ -32,8 +32,13 @@ def _rate_panels(data: pd.DataFrame, quantizers: dict[str, str]) -> list[int]:
 
 
 def _in_panel(data: pd.DataFrame, rate: int, quantizers: dict[str, str]) -> pd.DataFrame:
+    """The rows shown in the panel of ``rate`` (the references in every panel), in config
+    order of the compressors, then by rate and M."""
     ref = data["compressor"].map(lambda c: is_reference(quantizers.get(c, c)))
-    return data[ref | (data["rate"] == rate)]
+    order = {name: i for i, name in enumerate(quantizers)}
+    at = data[ref | (data["rate"] == rate)]
+    rank = at["compressor"].map(lambda c: order.get(c, len(order)))
+    return at.assign(_order=rank).sort_values(["_order", "rate", "M"], kind="stable")
 
 
 def _panels(n: int, *, width: float = 3.6, height: float = 3.0):
@@ -122,7 +127,7 @@ def plot_per_bit_vs_m(
                 ls=style.linestyle, capsize=2, lw=1.3, ms=4, label=f"{name} R{rate} (vs M)",
             )  # fmt: skip
         for key, rows in at[~at["compressor"].isin(sweep[sweep > 1].index)].groupby(
-            ["compressor", "rate", "M"]
+            ["compressor", "rate", "M"], sort=False
         ):
             mean, lo, hi = t_interval(rows["per_bit_acc_coded"])
             style = styles[key]
@@ -164,7 +169,8 @@ def figure_y6(
         ("loss_increase", "test_loss", "test loss - uncompressed aggregate's"),
     )
     for col, rate in enumerate(rates):
-        at = summary[[_in_panel_key(k, rate, quantizers) for k in summary.index]]
+        at = _in_panel(summary.reset_index(), rate, quantizers)
+        at = at.set_index(["compressor", "rate", "M"])
         for row, (metric, paired, ylabel) in enumerate(metrics):
             ax = axes[row, col]
             for i, (key, r) in enumerate(at.iterrows()):
@@ -187,11 +193,6 @@ def figure_y6(
                 ax.set_ylabel(ylabel, fontsize=8)
             ax.axhline(0.0, color="0.6", lw=0.8)
     _finish(fig, axes[0], title, png)
-
-
-def _in_panel_key(key, rate: int, quantizers: dict[str, str]) -> bool:
-    name, r, _ = key
-    return is_reference(quantizers.get(name, name)) or r == rate
 
 
 def figure_y4(
