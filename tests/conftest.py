@@ -34,6 +34,7 @@ TINY_CONFIG = {
         "local_epochs": 1,
         "batch_size": 16,
         "one_round": {"reference": "none", "seeds": [0]},
+        "full_runs": None,
         "compressors": [
             {"name": "dense", "quantizer": "none", "sparsifier": "none"},
             {"name": "none", "quantizer": "none"},

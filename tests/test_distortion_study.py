@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from scipy import stats
+from scipy.special import ndtr
 
 import gradcomp.lossy.distortion_study as study
 from gradcomp.lossy.distortion_study import BOUND, distortion_study, distortion_table, kept_entries
@@ -14,9 +15,10 @@ from gradcomp.lossy.run_files import save_snapshot
 
 RATES = [1, 2]
 MS = [0.0, 2.0]
-QUANTIZERS = {"uniform", "lloyd gennorm (same M)", "lloyd gauss (M0)", "gaussian channel"}
-# Max (1960): positive Lloyd-Max levels of the unit normal for 2 and 4 levels
-MAX_LEVELS = {1: [0.7979], 2: [0.4528, 1.510]}
+QUANTIZERS = {
+    "uniform", "lloyd gennorm (same M)", "lloyd gennorm, survivors fit", "k-means (same M)",
+    "lloyd gauss (M0)", "gaussian channel",
+}  # fmt: skip
 
 
 def weighted(x: np.ndarray, x_hat: np.ndarray, M: float) -> float:
@@ -28,12 +30,20 @@ def nearest(x: np.ndarray, levels: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def values() -> np.ndarray:
-    return stats.gennorm.rvs(1.0, scale=1e-3, size=3000, random_state=np.random.default_rng(4))
+def full() -> np.ndarray:
+    """A whole update tensor (GenNorm beta 1)."""
+    return stats.gennorm.rvs(1.0, scale=1e-3, size=6000, random_state=np.random.default_rng(4))
 
 
 @pytest.fixture(scope="module")
-def table(values) -> pd.DataFrame:
+def values(full) -> np.ndarray:
+    """Its kept entries: the 45.2% largest magnitudes, as top-K keeps them."""
+    tau = np.quantile(np.abs(full), 1 - 0.452)
+    return full[np.abs(full) >= tau]
+
+
+@pytest.fixture(scope="module")
+def table(values, full) -> pd.DataFrame:
     # the bound's curve on a coarser grid than the pipeline's, for speed (its accuracy is
     # tested in test_rate_distortion.py)
     real = study.distortion_rate_curve
@@ -43,7 +53,7 @@ def table(values) -> pd.DataFrame:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(study, "distortion_rate_curve", coarse)
-        return distortion_table(values, rates=RATES, Ms=MS)
+        return distortion_table(values, full, rates=RATES, Ms=MS)
 
 
 def points(table: pd.DataFrame, name: str, M: float) -> pd.Series:
@@ -69,18 +79,56 @@ def test_uniform_distortion_by_hand(table, values, M, R):
     assert points(table, "uniform", M)[R] == pytest.approx(expected, rel=1e-12, abs=0)
 
 
+def truncated_normal_lloyd(sigma: float, tau: float, n_levels: int) -> np.ndarray:
+    """Lloyd-Max levels of N(0, sigma^2) restricted to |x| >= tau, by the normal's own
+    formulas: the mean of N(0, sigma^2) on [a, b] is sigma^2 (phi(a) - phi(b)) / (Phi(b) -
+    Phi(a)) (densities in units of sigma); each cell is cut to its parts beyond +-tau."""
+    z_tau = tau / sigma
+
+    def moments(a, b):  # mass and first moment of N(0, 1) on [a, b], in sigma units
+        return ndtr(b) - ndtr(a), stats.norm.pdf(a) - stats.norm.pdf(b)
+
+    y = np.linspace(-3.0, 3.0, n_levels)
+    for _ in range(2000):
+        edges = np.concatenate([[-np.inf], 0.5 * (y[1:] + y[:-1]), [np.inf]])
+        new = np.empty_like(y)
+        for k in range(n_levels):
+            a, b = edges[k], edges[k + 1]
+            m0 = m1 = 0.0
+            for lo, hi in ((a, min(b, -z_tau)), (max(a, z_tau), b)):
+                if lo < hi:
+                    p, q = moments(lo, hi)
+                    m0, m1 = m0 + p, m1 + q
+            new[k] = m1 / m0 if m0 > 0 else y[k]
+        if np.max(np.abs(new - y)) < 1e-13:
+            break
+        y = new
+    return sigma * y
+
+
 @pytest.mark.parametrize("R", RATES)
-def test_gaussian_lloyd_max_and_channel_by_hand(table, values, R):
-    mean, std = values.mean(), values.std()
-    half = np.array(MAX_LEVELS[R])
-    levels = mean + std * np.concatenate([-half[::-1], half])
+def test_gaussian_lloyd_and_channel_by_hand(table, values, full, R):
+    """The Gaussian Lloyd quantizer: the normal fitted to the whole update (loc 0: sigma =
+    rms), designed for its law beyond the smallest kept magnitude; the test channel's
+    distortion is the kept values' variance times 2^-2R."""
+    levels = truncated_normal_lloyd(np.sqrt(np.mean(full**2)), np.abs(values).min(), 2**R)
     expected = weighted(values, nearest(values, levels), 0)
-    # Max's levels have four digits
-    assert points(table, "lloyd gauss (M0)", 0)[R] == pytest.approx(expected, rel=2e-3, abs=0)
-    # test channel: x + std N(0, 2^-2R), so D_0 = var 2^-2R up to the noise's sample mean
+    assert points(table, "lloyd gauss (M0)", 0)[R] == pytest.approx(expected, rel=1e-6, abs=0)
+    # backward test channel: D_0 = var 2^-2R up to the noise's sample fluctuation
     assert points(table, "gaussian channel", 0)[R] == pytest.approx(
         values.var() * 2.0 ** (-2 * R), rel=0.1, abs=0
     )
+
+
+def test_truncated_design_beats_the_survivors_fit(table):
+    """On the kept entries, the GenNorm Lloyd designed for the truncated law of the update
+    has lower distortion than the one fitted to the survivors as if untruncated."""
+    for M in MS:
+        for R in RATES:
+            assert (
+                points(table, "lloyd gennorm (same M)", M)[R]
+                < points(table, "lloyd gennorm, survivors fit", M)[R]
+            )
 
 
 @pytest.mark.parametrize("M", MS)
@@ -111,10 +159,11 @@ def test_kept_entries_are_the_kept_nonzero_entries(tmp_path):
         {"conv.weight": torch.from_numpy(before), "fc.bias": torch.ones(3)},
         {"conv.weight": torch.from_numpy(kept), "fc.bias": torch.ones(3, dtype=torch.bool)},
     )
-    got = kept_entries(path, "conv.weight")
+    got, whole = kept_entries(path, "conv.weight")
     expected = before[kept & (before != 0)].astype(np.float64)
-    assert got.dtype == np.float64
+    assert got.dtype == np.float64 and whole.dtype == np.float64
     np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(whole, before.ravel().astype(np.float64))
 
 
 def test_kept_entries_errors_name_the_tensor(tmp_path):
@@ -131,7 +180,7 @@ def test_kept_entries_errors_name_the_tensor(tmp_path):
 
 
 def test_distortion_study_writes_the_table(tmp_path, monkeypatch):
-    def fake_table(values, *, rates, Ms, slip=False):
+    def fake_table(values, full, *, rates, Ms, slip=False):
         return pd.DataFrame(
             {"M": [Ms[0]], "quantizer": ["uniform"], "rate_bits": [rates[0]], "distortion": [1.5]}
         )

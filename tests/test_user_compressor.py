@@ -1,5 +1,5 @@
-"""A user's own compressor class: config checks, and docs/user_compressor.md's example
-run through the workflow on the tiny config (the test runs the code the docs show)."""
+"""A user's own compressor class: config checks, and the README's example run through the
+workflow on the tiny config (the test runs the code the README shows)."""
 
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
 from gradcomp.compression import build_compressor, compressor_variants
 from gradcomp.config import ConfigError
 
-DOC = REPO / "docs/user_compressor.md"
+DOC = REPO / "README.md"
 
 
 def doc_block(language: str) -> str:
-    """The first fenced ``language`` block of the docs page."""
+    """The first fenced ``language`` block of the README (its compressor example)."""
     return re.search(rf"```{language}\n(.*?)```", DOC.read_text(), re.S).group(1)
 
 
 @pytest.fixture
 def user_module(tmp_path: Path, monkeypatch) -> Path:
-    """The docs' example as ``mycompressors.py`` (importable here), plus a broken class."""
+    """The README's example as ``mycompressors.py`` (importable here), plus a broken class."""
     code = doc_block("python")
     code += (
         "\n\nclass NoRate:\n    def compress(self, u): ...\n    def decompress(self, p, c): ...\n"
@@ -80,10 +80,11 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     tree = write_imagefolder_tree(work / "cifar", n_train=60, n_test=20)
     (work / "mycompressors.py").write_text(doc_block("python"))  # importable from the workdir
     compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["compressors"]
-    lossy = {**TINY_CONFIG["lossy"], "compressors": compressors, "seeds": [0]}
+    reference = {"name": "none", "quantizer": "none"}  # the one-round study's trajectory
+    lossy = {**TINY_CONFIG["lossy"], "compressors": [reference, *compressors], "seeds": [0]}
     y4 = {**TINY_CONFIG["figures"]["y4"], "compressor": "mine", "rate": 3, "M": 0}
     config = {**TINY_CONFIG, "cifar10": str(tree), "lossy": lossy}
-    config["figures"] = {**TINY_CONFIG["figures"], "y4": y4}
+    config["figures"] = {**TINY_CONFIG["figures"], "y4": y4, "paired_baseline": "mine"}
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     run = "results/lossy/mlp/mine/R3_M0/seed0/uplink.tsv"  # one of the entry's runs
     run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=[run])
@@ -92,9 +93,9 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     assert (uplink["bits_coded"] == 3 * uplink["n_entries"] + 32 * 4).all()
     assert (uplink["bits_fixed"] == uplink["bits_coded"]).all() and len(uplink) == 4
 
-    lossy["compressors"] = [{"name": "mine", "class": "mycompressors:Nope", "rates": [3]}]
+    lossy["compressors"] = [reference, {"name": "mine", "class": "mycompressors:Nope", "rates": [3]}]
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     proc = run_snakemake(work, "-n", "--cores", "1", "--configfile", "tiny.yaml", check=False)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "config key 'lossy.compressors.0.class'" in out
+    assert proc.returncode != 0 and "config key 'lossy.compressors.1.class'" in out
     assert "has no class 'Nope'" in out

@@ -224,9 +224,7 @@ def figure_y4(
         ax.set_xlabel("update entry")
         ax.ticklabel_format(axis="x", style="sci", scilimits=(-2, 2))
     axes[0, 0].set_ylabel("count")
-    axes[0, 0].legend(fontsize=7)
-    fig.suptitle(title)
-    plots.save_figure(fig, png)
+    _finish(fig, axes[0], title, png)
 
 
 def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
