@@ -93,7 +93,10 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     assert (uplink["bits_coded"] == 3 * uplink["n_entries"] + 32 * 4).all()
     assert (uplink["bits_fixed"] == uplink["bits_coded"]).all() and len(uplink) == 4
 
-    lossy["compressors"] = [reference, {"name": "mine", "class": "mycompressors:Nope", "rates": [3]}]
+    lossy["compressors"] = [
+        reference,
+        {"name": "mine", "class": "mycompressors:Nope", "rates": [3]},
+    ]
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     proc = run_snakemake(work, "-n", "--cores", "1", "--configfile", "tiny.yaml", check=False)
     out = proc.stdout + proc.stderr
