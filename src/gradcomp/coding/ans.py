@@ -28,15 +28,15 @@ def ans_encode(symbols: Any, pmf: Any) -> np.ndarray:
     if s.size and (s.min() < 0 or s.max() >= np.asarray(pmf).size):
         raise ValueError("symbols outside the alphabet of the pmf")
     coder = constriction.stream.stack.AnsCoder()
-    if s.size:
+    if s.size and np.asarray(pmf).size > 1:  # a one-symbol alphabet needs no bits
         coder.encode_reverse(s.astype(np.int32), _categorical(pmf))
     return np.asarray(coder.get_compressed(), dtype=np.uint32)
 
 
 def ans_decode(words: Any, n: int, pmf: Any) -> np.ndarray:
     """Inverse of :func:`ans_encode`: the first ``n`` symbols, int64 (n,)."""
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
+    if n == 0 or np.asarray(pmf).size == 1:
+        return np.zeros(n, dtype=np.int64)
     coder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
     try:
         out = coder.decode(_categorical(pmf), n)
