@@ -15,6 +15,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from gradcomp import plots
 from gradcomp.lossy.distortion_study import BOUND
@@ -68,6 +69,8 @@ def _curves(data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False) 
         ax.set_xlabel(xlabel)
         if log_x:
             ax.set_xscale("log")
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylabel(ylabel)
     _finish(fig, axes, title, png)
 
