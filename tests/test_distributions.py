@@ -257,6 +257,7 @@ def test_check_gradient_views_float64_and_takes_torch():
     out = check_gradient(x)
     assert out.dtype == np.float64 and out.shape == (12,) and np.shares_memory(out, x)
     import torch  # a core dependency: no skip
+
     t = torch.linspace(-1, 1, 7, dtype=torch.float32)
     np.testing.assert_array_equal(check_gradient(t), t.double().numpy())
 
