@@ -3,7 +3,7 @@
 # Settings that only say *where* a job runs (threads, device) are not params: they do not
 # trigger reruns, so moving the study to another machine reuses its results.
 
-from gradcomp.compression.specs import compressor_variants, entry_kind
+from gradcomp.compression.specs import compressor_variants, entry_kind, variant_label
 
 
 wildcard_constraints:
@@ -112,7 +112,8 @@ LOSSY = config["lossy"]
 LOSSY_RUN = "results/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}"
 # One checked spec per (name, rate, M): gradcomp.compression.specs is the only place that
 # knows the compressor keys (the config was already validated with it).
-VARIANTS = {(v.name, v.rate, v.M): v.spec for v in compressor_variants(LOSSY)}
+_VARIANTS = compressor_variants(LOSSY)
+VARIANTS = {(v.name, v.rate, v.M): v.spec for v in _VARIANTS}
 QUANTIZER_OF = {entry["name"]: entry_kind(entry) for entry in LOSSY["compressors"]}
 
 _y4 = FIGURES["y4"]
@@ -140,14 +141,9 @@ if FIGURES["paired_baseline"] not in QUANTIZER_OF:
     )
 
 
-def variant_label(name, rate, m):
-    """A compressor variant's label in the one-round study (the run folder's name)."""
-    return f"{name}/R{rate}_M{m}"
-
-
 def one_round_specs(wildcards):
-    """Label -> spec of every compressor variant, for the one-round study."""
-    return {variant_label(*key): spec for key, spec in VARIANTS.items()}
+    """Label ({name}/R{rate}_M{M}) -> spec of every compressor variant, for the one-round study."""
+    return {v.label: v.spec for v in _VARIANTS}
 
 
 def lossy_dir(model, compressor, rate, m, seed):

@@ -73,12 +73,14 @@ __all__ = [
     "SPEC_KEYS",
     "UPDATE_COMPRESSORS",
     "SpecError",
+    "VARIANT_LABEL",
     "Variant",
     "build_compressor",
     "check_spec",
     "compressor_variants",
     "entry_kind",
     "make_quantizer",
+    "variant_label",
 ]
 
 #: The spec keys that say what builds the compressor: exactly one of them is given.
@@ -325,6 +327,20 @@ class Variant:
     rate: int
     M: int
     spec: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """``{name}/R{rate}_M{M}``: the run's folder, and the variant's label in tables."""
+        return variant_label(self.name, self.rate, self.M)
+
+
+#: A variant label (:func:`variant_label`) as a regex, groups ``compressor``, ``rate``, ``M``.
+VARIANT_LABEL = r"(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)"
+
+
+def variant_label(name: str, rate: int, M: int) -> str:
+    """``{name}/R{rate}_M{M}``, matched by :data:`VARIANT_LABEL`."""
+    return f"{name}/R{rate}_M{M}"
 
 
 def entry_kind(entry: Mapping[str, Any]) -> str:

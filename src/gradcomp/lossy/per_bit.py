@@ -15,9 +15,7 @@ import pandas as pd
 
 from gradcomp.lossy.run_files import run_identity
 
-__all__ = ["REFERENCE", "per_bit_accuracy", "read_rounds", "variant_label"]
-
-REFERENCE = ("none", "float16")
+__all__ = ["per_bit_accuracy", "read_rounds"]
 
 
 def per_bit_accuracy(rows: pd.DataFrame | Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -42,13 +40,6 @@ def per_bit_accuracy(rows: pd.DataFrame | Sequence[Mapping[str, Any]]) -> pd.Dat
     return df
 
 
-def variant_label(compressor: str, rate: int, M: int, quantizer: str) -> str:
-    """Legend label of a compressor variant, e.g. ``gennorm R4 M2``."""
-    if quantizer in REFERENCE:
-        return compressor
-    return f"{compressor} R{rate}" + (f" M{M}" if quantizer == "lloyd" else "")
-
-
 def read_rounds(paths: Sequence[str | Path], quantizers: dict[str, str]) -> pd.DataFrame:
     """All runs' rounds with per-bit accuracy and identity columns.
 
@@ -62,6 +53,5 @@ def read_rounds(paths: Sequence[str | Path], quantizers: dict[str, str]) -> pd.D
         for key, value in ident.items():
             rows[key] = value
         rows["quantizer"] = quantizer
-        rows["variant"] = variant_label(ident["compressor"], ident["rate"], ident["M"], quantizer)
         frames.append(rows)
     return pd.concat(frames, ignore_index=True)

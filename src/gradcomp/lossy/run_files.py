@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from gradcomp.artifacts import atomic_path, write_tsv
+from gradcomp.compression.specs import VARIANT_LABEL
 from gradcomp.lossy.federated import (
     ROUND_COLUMNS,
     UPLINK_COLUMNS,
@@ -23,9 +24,7 @@ from gradcomp.lossy.uplink import compressor_factory
 __all__ = ["federated_run", "read_snapshot", "run_identity", "save_snapshot", "write_rounds"]
 
 SNAPSHOT_PARTS = ("before", "after", "kept")
-RUN_PATTERN = re.compile(
-    r"(?P<model>[^/]+)/(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)/seed(?P<seed>\d+)/[^/]+$"
-)
+RUN_PATTERN = re.compile(rf"(?P<model>[^/]+)/{VARIANT_LABEL}/seed(?P<seed>\d+)/[^/]+$")
 
 
 def run_identity(path: str | Path) -> dict[str, object]:

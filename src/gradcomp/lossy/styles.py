@@ -12,9 +12,10 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from gradcomp.lossy.per_bit import REFERENCE
+__all__ = ["REFERENCE", "Style", "is_reference", "legend_outside", "variant_styles"]
 
-__all__ = ["Style", "legend_outside", "variant_styles"]
+#: Kinds that send the values uncompressed (float32, float16).
+REFERENCE = ("none", "float16")
 
 _PALETTE = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",

@@ -18,6 +18,7 @@ import pandas as pd
 
 from gradcomp import reporting
 from gradcomp.compression.rates import RATE_FIELDS
+from gradcomp.compression.specs import VARIANT_LABEL
 from gradcomp.lossy.paired import paired_summary
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import run_identity
@@ -25,7 +26,7 @@ from gradcomp.lossy.run_files import run_identity
 __all__ = ["one_round_data", "t3_table", "t4_table", "table_t3", "table_t4"]
 
 BIT_FIELDS = tuple(f for f in RATE_FIELDS if f.endswith("_bits"))  # the parts of the uplink
-_LABEL = re.compile(r"^(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)$")
+_LABEL = re.compile(rf"^{VARIANT_LABEL}$")
 _MODEL = re.compile(r"(?P<model>[^/]+)/one_round/seed\d+\.tsv$")
 
 
