@@ -53,6 +53,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from gradcomp.quantization.lloyd_newton import newton_levels
+from gradcomp.quantization.tail_gamma import log_gammaincc, tail_quantile
+
 __all__ = [
     "SymmetricLaw",
     "LloydResult",
@@ -134,24 +137,47 @@ class SymmetricLaw:
             special.gammaln(self._alpha(n)) - special.gammaln(self._alpha(0.0))
         )
 
-    def half_moment(self, n, u, v) -> np.ndarray:
-        """``int_u^v x^n f(x) dx`` for ``0 <= u <= v <= inf`` (closed form, broadcasting).
+    def logpdf(self, x: np.ndarray) -> np.ndarray:
+        """Log density of the centred law at ``x`` (loc ignored), shape of ``x``."""
+        z = np.abs(np.asarray(x, dtype=np.float64)) / self.scale
+        log_norm = math.log(self.p / (2.0 * self.scale)) - special.gammaln(self._alpha(0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            power = np.where(self.gamma0 == 0.0, 0.0, self.gamma0 * np.log(z))
+        return log_norm + power - z**self.p
 
-        ``n`` may be an array (e.g. shape (J, 1) against u, v of shape (K,)).
+    def half_moment(self, n, u, v, log_shift: float = 0.0) -> np.ndarray:
+        """``int_u^v x^n f(x) dx / exp(log_shift)`` for ``0 <= u <= v <= inf`` (closed form,
+        broadcasting).
+
+        ``n`` may be an array (e.g. shape (J, 1) against u, v of shape (K,)). Tail cells are
+        computed in log space (:func:`~gradcomp.quantization.tail_gamma.log_gammaincc`), so
+        with ``log_shift`` the log mass beyond a far threshold the result stays finite where
+        the unshifted integral underflows.
         """
         a = self._alpha(np.asarray(n, dtype=np.float64))
-        const = 0.5 * self.scale**n * np.exp(special.gammaln(a) - special.gammaln(self._alpha(0)))
+        log_const = (
+            math.log(0.5)
+            + np.asarray(n, dtype=np.float64) * math.log(self.scale)
+            + special.gammaln(a)
+            - special.gammaln(self._alpha(0))
+            - log_shift
+        )
         tu = (np.asarray(u, dtype=np.float64) / self.scale) ** self.p
         tv = (np.asarray(v, dtype=np.float64) / self.scale) ** self.p
         pu = special.gammainc(a, tu)
-        lower = special.gammainc(a, tv) - pu
-        upper = special.gammaincc(a, tu) - special.gammaincc(a, tv)
-        return const * np.where(pu < 0.5, lower, upper)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            diff = special.gammainc(a, tv) - pu  # empty parts give 0, whatever log_shift
+            lower = np.where(diff > 0, np.exp(log_const + np.log(diff)), 0.0)
+            log_qu, log_qv = log_gammaincc(a, tu), log_gammaincc(a, tv)
+            log_upper = log_qu + np.log1p(-np.exp(log_qv - log_qu))
+            upper = np.where(tv > tu, np.exp(log_const + log_upper), 0.0)
+        return np.where(pu < 0.5, lower, upper)
 
-    def cell_moments(self, a, b, M: float, orders=(0, 1, 2)) -> np.ndarray:
+    def cell_moments(self, a, b, M: float, orders=(0, 1, 2), log_shift: float = 0.0) -> np.ndarray:
         """``int_a^b x^j |x|^M f(x) dx`` for each j in ``orders``; shape (len(orders), *a.shape).
 
-        ``a <= b`` may be infinite and may straddle 0 (x is the centred variable).
+        ``a <= b`` may be infinite and may straddle 0 (x is the centred variable). Divided
+        by ``exp(log_shift)`` (see :meth:`half_moment`).
         """
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
@@ -159,7 +185,7 @@ class SymmetricLaw:
         # positive parts [max(a,0), max(b,0)] and mirrored negative parts, in one call
         u = np.stack([np.maximum(a, 0.0), np.maximum(-b, 0.0)])
         v = np.stack([np.maximum(b, 0.0), np.maximum(-a, 0.0)])
-        h = self.half_moment(M + j[:, None], u, v)
+        h = self.half_moment(M + j[:, None], u, v, log_shift)
         return h[:, 0] + (-1.0) ** j * h[:, 1]
 
     def symmetric_gamma_quantiles(
@@ -174,24 +200,32 @@ class SymmetricLaw:
         """
         u = (np.arange(n) + 0.5) / n
         q = np.abs(2.0 * u - 1.0)
-        p_tau = special.gammainc(alpha, tau**self.p / factor) if tau > 0 else 0.0
-        t = special.gammaincinv(alpha, p_tau + q * (1.0 - p_tau))
+        t = tail_quantile(alpha, tau**self.p / factor if tau > 0 else 0.0, q)
         return np.sign(2.0 * u - 1.0) * (factor * t) ** (1.0 / self.p)
 
-    def truncated_cell_moments(self, a, b, M: float, tau: float, orders=(0, 1, 2)) -> np.ndarray:
-        """:meth:`cell_moments` of the law restricted to ``|x| >= tau`` (not renormalised):
-        each cell ``[a, b]`` is cut to its parts in ``(-inf, -tau]`` and ``[tau, inf)``."""
+    def truncated_cell_moments(
+        self, a, b, M: float, tau: float, orders=(0, 1, 2), log_shift: float = 0.0
+    ) -> np.ndarray:
+        """:meth:`cell_moments` of the law restricted to ``|x| >= tau`` (not renormalised,
+        but divided by ``exp(log_shift)``): each cell ``[a, b]`` is cut to its parts in
+        ``(-inf, -tau]`` and ``[tau, inf)``."""
         if tau <= 0:
-            return self.cell_moments(a, b, M, orders)
+            return self.cell_moments(a, b, M, orders, log_shift)
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
-        upper = self.cell_moments(np.maximum(a, tau), np.maximum(b, tau), M, orders)
-        lower = self.cell_moments(np.minimum(a, -tau), np.minimum(b, -tau), M, orders)
+        upper = self.cell_moments(np.maximum(a, tau), np.maximum(b, tau), M, orders, log_shift)
+        lower = self.cell_moments(np.minimum(a, -tau), np.minimum(b, -tau), M, orders, log_shift)
         return upper + lower
 
     def tail_mass(self, tau: float) -> float:
         """``P(|X| >= tau)`` of the centred law."""
-        return 1.0 if tau <= 0 else float(2.0 * self.half_moment(0.0, tau, np.inf))
+        return float(np.exp(self.log_tail_mass(tau)))
+
+    def log_tail_mass(self, tau: float) -> float:
+        """``log P(|X| >= tau)`` of the centred law, finite far beyond where it underflows."""
+        if tau <= 0:
+            return 0.0
+        return float(log_gammaincc(self._alpha(0.0), (tau / self.scale) ** self.p))
 
 
 def _as_law(family: str | SymmetricLaw, params: dict[str, float] | None) -> SymmetricLaw:
@@ -273,8 +307,9 @@ def expected_distortion(
     )
     lo, hi = _edges(t)
     unit = law.unit
-    m = unit.truncated_cell_moments(lo, hi, M, tau / law.scale)
-    return _distortion_from_moments(m, y) * law.scale ** (M + 2.0) / unit.tail_mass(tau / law.scale)
+    log_mass = unit.log_tail_mass(tau / law.scale)
+    m = unit.truncated_cell_moments(lo, hi, M, tau / law.scale, log_shift=log_mass)
+    return _distortion_from_moments(m, y) * law.scale ** (M + 2.0)
 
 
 def _midpoints(levels: np.ndarray) -> np.ndarray:
@@ -343,6 +378,7 @@ def lloyd_design(
     one_iteration: bool = False,
     moments: str = "closed_form",
     tau: float = 0.0,
+    accelerate: bool = True,
 ) -> LloydResult:
     """Lloyd quantizer for ``|x|^M``-weighted L2 distortion under a fitted law.
 
@@ -360,7 +396,12 @@ def lloyd_design(
     moments : ``"closed_form"`` (default) or ``"quad"`` (numerical reference, slow).
     tau : design for the law restricted to ``|x - loc| >= tau`` (units of x), what a
         top-K sparsifier with threshold ``tau`` leaves; the distortion is then the
-        conditional expectation given ``|x - loc| >= tau``. 0: the whole law.
+        conditional expectation given ``|x - loc| >= tau``. 0: the whole law. Far tails
+        are handled in log space (moments relative to the tail mass).
+    accelerate : take a Newton step (:mod:`~gradcomp.quantization.lloyd_newton`) instead
+        of the centroid update whenever it gives no larger distortion (never with
+        ``one_iteration``); False: plain Lloyd. With it, 2^8 levels converge in tens of
+        updates instead of not in 10,000.
 
     Cells with zero weighted mass keep their previous level, clipped into the cell.
 
@@ -378,21 +419,27 @@ def lloyd_design(
     law = _as_law(family, params)
     unit = law.unit
     t = float(tau) / law.scale  # truncation on the unit-scale law
+    log_mass = unit.log_tail_mass(t)  # moments are conditional on |x| >= t
+    if not np.isfinite(log_mass):
+        raise ValueError(f"the law has no mass beyond tau = {tau}")
     if moments == "closed_form":
 
         def cell_moments(lo, hi):
-            return unit.truncated_cell_moments(lo, hi, M, t)
+            return unit.truncated_cell_moments(lo, hi, M, t, log_shift=log_mass)
     elif moments == "quad" and t == 0:
 
         def cell_moments(lo, hi):
             return reference_partial_moments_quad(unit, lo, hi, M)
     else:
         raise ValueError(f"unknown moments {moments!r} (quad only without truncation)")
-    mass = unit.tail_mass(t)
-    if not mass > 0:
-        raise ValueError(f"the law has no mass beyond tau = {tau}")
+
+    def weighted_density(x):  # |x|^M f(x) of the conditional law, for Newton's Jacobian
+        with np.errstate(divide="ignore"):
+            log_w = M * np.log(np.abs(x)) if M > 0 else 0.0
+        return np.where(np.abs(x) >= t, np.exp(log_w + unit.logpdf(x) - log_mass), 0.0)
 
     y = _initial_levels(law, n_levels, M, init, t)
+    symmetric = bool(np.allclose(y, -y[::-1], rtol=0.0, atol=1e-12 * np.max(np.abs(y))))
     lo, hi = _edges(_midpoints(y))
     m = cell_moments(lo, hi)
     history = [_distortion_from_moments(m, y)]
@@ -402,10 +449,23 @@ def lloyd_design(
             centroid = m[1] / m[0]
         ok = np.isfinite(centroid) & (m[0] > 0)
         y_new = np.where(ok, centroid, np.clip(y, lo, hi))
+        m_new = cell_moments(*_edges(_midpoints(y_new)))
+        d_new = _distortion_from_moments(m_new, y_new)
+        if accelerate and not one_iteration and np.all(ok):
+            cand = newton_levels(y, centroid, m[0], weighted_density)
+            if cand is not None and symmetric:
+                # Lloyd keeps a symmetric design symmetric; Newton would amplify rounding
+                # along near-flat asymmetric directions (Laplace, M = 0)
+                cand = 0.5 * (cand - cand[::-1])
+            if cand is not None and np.all(np.isfinite(cand)) and np.all(np.diff(cand) > 0):
+                m_cand = cell_moments(*_edges(_midpoints(cand)))
+                d_cand = _distortion_from_moments(m_cand, cand)
+                if d_cand <= d_new + 1e-12 * abs(d_new):
+                    y_new, m_new, d_new = cand, m_cand, d_cand
         n_iter += 1
         lo, hi = _edges(_midpoints(y_new))
-        m = cell_moments(lo, hi)
-        history.append(_distortion_from_moments(m, y_new))
+        m = m_new
+        history.append(d_new)
         change = float(np.max(np.abs(y_new - y)))
         y = y_new
         if change <= tol * max(float(np.max(np.abs(y))), np.finfo(float).tiny):
@@ -415,7 +475,7 @@ def lloyd_design(
             break
 
     levels = law.loc + law.scale * y
-    unit_to_x = law.scale ** (M + 2.0) / mass  # conditional on |x - loc| >= tau
+    unit_to_x = law.scale ** (M + 2.0)  # the moments are conditional on |x - loc| >= tau
     return LloydResult(
         levels=levels,
         thresholds=_midpoints(levels),
