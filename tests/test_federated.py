@@ -356,3 +356,44 @@ def test_one_round_study_pairs_compressors_on_the_same_updates(data, tinybn) -> 
     assert by["exact"]["bits_coded"].tolist() == [r["bits_coded"] for r in run.rounds[1:]]
     with pytest.raises(ValueError, match="reference"):
         one_round_study(data, s, {"exact": IdentityCompressor}, reference="none")
+
+
+class TinyBN1d(nn.Module):
+    """Dense - BatchNorm1d - dense: one value per channel and image, like the cnn's head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(3 * 32 * 32, 8)
+        self.bn = nn.BatchNorm1d(8)
+        self.fc2 = nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.bn(self.fc1(torch.flatten(x, 1)))))
+
+
+def test_minibatches_merge_a_last_single_image_into_the_batch_before():
+    """Planted bug / old behaviour: ``perm.split(batch)`` left a last batch of one image."""
+    from gradcomp.training import minibatches
+
+    for n, sizes in [(33, [33]), (65, [32, 33]), (64, [32, 32]), (70, [32, 32, 6]), (1, [1])]:
+        batches = list(minibatches(n, 32, torch.Generator().manual_seed(0)))
+        assert [len(b) for b in batches] == sizes
+        assert sorted(torch.cat(batches).tolist()) == list(range(n))  # every image once
+
+
+def test_local_training_survives_a_last_batch_of_one_image(data, monkeypatch) -> None:
+    """33 training images at batch 32 with a BatchNorm1d layer (the issue: 600 images, 2 users,
+    25% validation give 225 = 7 x 32 + 1 per user).
+
+    Planted bug / old behaviour: ValueError "Expected more than 1 value per channel when
+    training" at the last batch."""
+    from gradcomp.lossy.local_training import LocalTask, LocalTrainer, UserData
+
+    monkeypatch.setitem(models.MODELS, "tinybn1d", TinyBN1d)
+    trainer = LocalTrainer(data, "tinybn1d", local_epochs=2, batch_size=32, lr=1e-3)
+    user = UserData(0, train_idx=torch.arange(33), val_idx=torch.arange(33, 40))
+    state = models.build_model("tinybn1d", seed=0).state_dict()
+    out = trainer(LocalTask(user, 1, 7, {k: v.clone() for k, v in state.items()}))
+    assert math.isfinite(out.train_loss)
+    steps = {float(v["step"]) for v in out.optimizer_state["state"].values()}
+    assert steps == {2.0}  # one merged batch per epoch

@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -256,3 +258,79 @@ def test_quad_moments_option_gives_same_design():
     slow = lloyd_design("gennorm", {"beta": 0.8, "scale": 1.0}, 4, 2, tol=1e-10, moments="quad")
     np.testing.assert_allclose(slow.levels, fast.levels, rtol=1e-8)
     assert slow.n_iter == fast.n_iter
+
+
+def _mp_centroids(family, params, levels, M, tau):
+    """Weighted centroids of the positive levels' nearest-level cells beyond ``tau``, by
+    mpmath quadrature of the unnormalised density at 40 digits (no underflow)."""
+    import mpmath as mp
+
+    mp.mp.dps = 40
+    s = mp.mpf(params["scale"])
+    if family == "norm":
+        dens = lambda x: mp.exp(-((x / s) ** 2) / 2)  # noqa: E731
+    elif family == "dweibull":
+        c = mp.mpf(params["c"])
+        dens = lambda x: (x / s) ** (c - 1) * mp.exp(-((x / s) ** c))  # noqa: E731
+    else:
+        b = mp.mpf(params["beta"])
+        dens = lambda x: mp.exp(-((x / s) ** b))  # noqa: E731
+    pos = levels[levels > 0]
+    edges = [tau] + list(0.5 * (pos[:-1] + pos[1:])) + [mp.inf]
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        lo = mp.mpf(max(lo, tau))
+        # geometric breakpoints: the conditional law's scale beyond tau is about s^2 / tau
+        steps = [lo + s * mp.mpf(2) ** k for k in range(-14, 7)]
+        pts = [lo, *(steps if hi == mp.inf else [x for x in steps if x < hi]), mp.mpf(hi)]
+        num = mp.quad(lambda x: x ** (M + 1) * dens(x), pts)
+        den = mp.quad(lambda x: x**M * dens(x), pts)
+        out.append(float(num / den))
+    return np.array(out)
+
+
+@pytest.mark.parametrize(
+    "family, params",
+    [("norm", {"scale": 1.0}), ("dweibull", {"c": 1.3, "scale": 1.0}),
+     ("gennorm", {"beta": 0.6, "scale": 1.0})],
+)  # fmt: skip
+@pytest.mark.parametrize("sigmas", [15.0, 26.0, 40.0])
+@pytest.mark.parametrize("M", [0.0, 2.0])
+def test_far_tail_designs_are_finite_and_centroidal(family, params, sigmas, M):
+    """Kept threshold tau far in the tail (tau = 15, 26, 40 standard deviations).
+
+    Planted bug / old behaviour: the initial quantiles inverted P(a, x) near 1
+    (``gammaincinv(a, 1) = inf``) and the moments were not taken relative to the tail mass,
+    so the Gaussian design returned levels [nan nan nan nan] from 15 sigma on and every
+    family raised "no mass" where P(|X| >= tau) underflows (40 sigma for the normal).
+    Reference: the centroid condition by mpmath quadrature at 40 digits."""
+    std = math.sqrt(stats.__dict__[family](**params).var()) if family != "gennorm" else 1.0
+    tau = sigmas * std
+    res = lloyd_design(family, params, 4, M, tau=tau)
+    assert np.all(np.isfinite(res.levels)) and np.isfinite(res.distortion) and res.converged
+    assert np.all(np.diff(res.levels) > 0) and np.all(np.abs(res.levels) >= tau)
+    ref = _mp_centroids(family, params, res.levels, M, tau)
+    np.testing.assert_allclose(res.levels[res.levels > 0], ref, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "family, params, M",
+    [("gennorm", {"beta": 1.0, "scale": 1.0}, 2.0), ("norm", {"scale": 1.0}, 0.0),
+     ("dweibull", {"c": 0.7, "scale": 1.0}, 1.0)],
+)  # fmt: skip
+def test_rate_8_design_converges_in_few_updates(family, params, M):
+    """2^8 levels: converged (centroid condition, checked independently by scipy quad with
+    scipy.stats densities on every 16th cell) within 50 updates.
+
+    Planted bug / old behaviour: plain Lloyd (``accelerate=False``) stops at max_iter
+    = 10,000 without converging (6-29 s per design)."""
+    res = lloyd_design(family, params, 256, M)
+    assert res.converged and res.n_iter <= 50
+    law = getattr(stats, family)(**params)
+    t = np.concatenate([[-np.inf], res.thresholds, [np.inf]])
+    for k in range(8, 256, 16):
+        num = integrate.quad(lambda x: x * abs(x) ** M * law.pdf(x), t[k], t[k + 1], epsrel=1e-12)
+        den = integrate.quad(lambda x: abs(x) ** M * law.pdf(x), t[k], t[k + 1], epsrel=1e-12)
+        assert res.levels[k] == pytest.approx(num[0] / den[0], rel=1e-8)
+    plain = lloyd_design(family, params, 16, M, accelerate=False)
+    np.testing.assert_allclose(lloyd_design(family, params, 16, M).levels, plain.levels, rtol=1e-9)

@@ -26,9 +26,16 @@ def to_float_batch(images: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 
 def minibatches(n: int, batch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
-    """Index tensors of one shuffled epoch; the last batch may be smaller."""
-    perm = torch.randperm(n, generator=generator)
-    yield from perm.split(batch_size)
+    """Index tensors of one shuffled epoch; the last batch may be smaller.
+
+    A last batch of a single image is merged into the batch before it (``batch_size + 1``
+    images): BatchNorm cannot normalise one value per channel in training ("Expected more
+    than 1 value per channel"), and merging, unlike dropping, keeps every image in the epoch.
+    """
+    batches = list(torch.randperm(n, generator=generator).split(batch_size))
+    if len(batches) > 1 and len(batches[-1]) == 1:
+        batches[-2:] = [torch.cat(batches[-2:])]
+    yield from batches
 
 
 @torch.inference_mode()

@@ -13,9 +13,15 @@ What the law is fitted to (``fit_to``):
   standard deviation, the Gaussian Lloyd-Max levels); top-K leaves a hole around zero that
   such a fit does not model.
 
-``slip=True`` stops Lloyd after one iteration, started from uniform levels on +-3 std (the
-authors' code's init is random; this is a deterministic stand-in). If the fit fails (e.g.
-constant values), uniform min-max levels are used instead and a warning is logged.
+``slip=True`` is the authors' quantizer as released
+(:mod:`gradcomp.quantization.released_lloyd`): random initial levels (drawn from a stream
+seeded by ``seed``) left unsorted, one centroid update, and values labelled with the sorted
+thresholds but reconstructed with the unsorted levels, so not by their nearest level. Its side
+information adds the range of the random draw, ``min(|min x|, |max x|)``; the receiver
+redraws the levels from the shared seed.
+
+If the fit or the design fails (e.g. constant values) or gives a non-finite level, uniform
+min-max levels are used instead and a warning is logged: no NaN reaches the model.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from gradcomp.compression.value_quantizers import (
     QuantizedValues,
     UniformQuantizer,
     ValueQuantizer,
+    level_bits,
     level_values,
 )
-from gradcomp.quantization.lloyd import lloyd_design
+from gradcomp.quantization.lloyd import SymmetricLaw, lloyd_design
+from gradcomp.quantization.released_lloyd import released_design, released_labels
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +53,8 @@ FIT_TO = ("update", "survivors")
 
 
 @lru_cache(maxsize=256)
-def _standard_normal_levels(n_levels: int, M: float, one_iteration: bool, init: str | None):
-    res = lloyd_design(
-        "norm", {"loc": 0.0, "scale": 1.0}, n_levels, M, one_iteration=one_iteration, init=init
-    )
-    return res.levels
+def _standard_normal_levels(n_levels: int, M: float):
+    return lloyd_design("norm", {"loc": 0.0, "scale": 1.0}, n_levels, M).levels
 
 
 def _default_fit(x: np.ndarray, family: str, label: str, floc: float | None = None):
@@ -62,7 +67,7 @@ class LloydQuantizer(ValueQuantizer):
     """Lloyd quantizer for a fitted law (see the module doc); 2^R levels, R = ``rate``.
 
     ``fit_fn(x, family, label, floc)`` fits the law (default
-    :func:`gradcomp.distributions.fit`).
+    :func:`gradcomp.distributions.fit`); ``seed`` seeds the random initial levels of ``slip``.
     """
 
     kind = "lloyd"
@@ -79,6 +84,7 @@ class LloydQuantizer(ValueQuantizer):
         fit_to: str = "update",
         slip: bool = False,
         fit_fn: Callable[..., Any] | None = None,
+        seed: int = 0,
     ):
         if family not in LLOYD_FAMILIES:
             raise ValueError(f"unknown Lloyd family {family!r}; expected one of {LLOYD_FAMILIES}")
@@ -87,6 +93,7 @@ class LloydQuantizer(ValueQuantizer):
         self.rate, self.family, self.M = int(rate), family, float(M)
         self.fit_to, self.slip = fit_to, bool(slip)
         self.fit_fn = fit_fn or _default_fit
+        self._slip_rng = np.random.default_rng([int(seed), 0x534C4950])  # "SLIP"
 
     @classmethod
     def from_spec(cls, spec, *, fit_fn=None, **kwargs):
@@ -97,54 +104,81 @@ class LloydQuantizer(ValueQuantizer):
             fit_to=spec.get("lloyd_fit", "update"),
             slip=spec["slip"],
             fit_fn=fit_fn,
+            seed=spec.get("seed") or 0,
         )
 
     @property
     def n_levels(self) -> int:
         return 2**self.rate
 
-    def _design_survivors(self, x: np.ndarray, name: str) -> tuple[np.ndarray, dict[str, float]]:
-        init = "uniform" if self.slip else None
+    def _fit(self, x: np.ndarray, full: np.ndarray | None, name: str):
+        """(law parameters, tau): the whole update's law with loc 0 and tau the smallest kept
+        magnitude (``fit_to="update"``), else the survivors' law (norm: their mean and std)."""
+        if self.fit_to == "update" and full is not None:
+            params = self.fit_fn(full, self.family, name, 0.0).params
+            return {k: float(v) for k, v in params.items()}, float(np.min(np.abs(x)))
         if self.family == "norm":
             mean, std = float(x.mean()), float(x.std())
             if not std > 0:
                 raise ValueError("zero standard deviation")
-            z = _standard_normal_levels(self.n_levels, self.M, self.slip, init)
-            return mean + std * z, {"mean": mean, "std": std}
-        params = {k: float(v) for k, v in self.fit_fn(x, self.family, name).params.items()}
-        res = lloyd_design(
-            self.family, params, self.n_levels, self.M, one_iteration=self.slip, init=init
-        )
-        return res.levels, params
+            return {"loc": mean, "scale": std}, 0.0
+        return {k: float(v) for k, v in self.fit_fn(x, self.family, name).params.items()}, 0.0
 
-    def _design_update(
-        self, x: np.ndarray, full: np.ndarray, name: str
-    ) -> tuple[np.ndarray, dict[str, float]]:
-        params = {k: float(v) for k, v in self.fit_fn(full, self.family, name, 0.0).params.items()}
-        tau = float(np.min(np.abs(x)))
-        res = lloyd_design(
-            self.family,
-            params,
-            self.n_levels,
-            self.M,
-            tau=tau,
-            one_iteration=self.slip,
-            init="uniform" if self.slip else None,
+    def _side(self, params: dict[str, float], tau: float, fit_update: bool) -> dict[str, float]:
+        """The parameters sent, 32 bits each."""
+        if fit_update:  # loc is fixed at 0
+            return {**{k: v for k, v in params.items() if k != "loc"}, "tau": tau}
+        if self.family == "norm":
+            return {"mean": params["loc"], "std": params["scale"]}
+        return dict(params)
+
+    def _design(self, x: np.ndarray, full: np.ndarray | None, name: str):
+        """Converged Lloyd levels (sorted, L) and the side information."""
+        params, tau = self._fit(x, full, name)
+        fit_update = self.fit_to == "update" and full is not None
+        if self.family == "norm" and not fit_update:
+            levels = params["loc"] + params["scale"] * _standard_normal_levels(
+                self.n_levels, self.M
+            )
+        else:
+            levels = lloyd_design(self.family, params, self.n_levels, self.M, tau=tau).levels
+        return levels, self._side(params, tau, fit_update)
+
+    def _encode_slip(self, values, x: np.ndarray, full: np.ndarray | None, name: str):
+        """The released quantizer (see the module doc), as :class:`QuantizedValues`."""
+        params, tau = self._fit(x, full, name)
+        law = SymmetricLaw.from_family(self.family, params)
+        x_min, x_max = float(x.min()), float(x.max())
+        listed, thresholds = released_design(
+            law, self.n_levels, self.M, x_min, x_max, self._slip_rng, tau=tau
         )
-        side = {k: v for k, v in params.items() if k != "loc"}  # loc is fixed at 0
-        return res.levels, {**side, "tau": tau}
+        _check_finite(listed)
+        order = np.argsort(listed, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        indices = rank[released_labels(x, thresholds)]  # into the sorted levels
+        side = self._side(params, tau, self.fit_to == "update" and full is not None)
+        side["init_range"] = min(abs(x_min), abs(x_max))
+        return QuantizedValues(
+            self.kind,
+            values.numel(),
+            indices=torch.from_numpy(indices).to(values.device),
+            levels=listed[order],
+            side=side,
+            value_bits=level_bits(self.n_levels),
+        )
 
     def encode(
         self, values: torch.Tensor, name: str = "", full: torch.Tensor | None = None
     ) -> QuantizedValues:
         x = values.detach().to("cpu", torch.float64).numpy()
+        whole = None if full is None else full.detach().to("cpu", torch.float64).numpy()
         try:
-            if self.fit_to == "update" and full is not None:
-                whole = full.detach().to("cpu", torch.float64).numpy()
-                levels, side = self._design_update(x, whole, name)
-            else:
-                levels, side = self._design_survivors(x, name)
-        except ValueError as exc:  # GradientDataError is a ValueError
+            if self.slip:
+                return self._encode_slip(values, x, whole, name)
+            levels, side = self._design(x, whole, name)
+            _check_finite(levels)
+        except (ValueError, ArithmeticError) as exc:  # GradientDataError is a ValueError
             log.warning(
                 "lloyd %s on %r failed (%s); using uniform min-max levels", self.family, name, exc
             )
@@ -152,3 +186,8 @@ class LloydQuantizer(ValueQuantizer):
             q.kind = self.kind
             return q
         return level_values(self.kind, values, levels, side)
+
+
+def _check_finite(levels: np.ndarray) -> None:
+    if not np.all(np.isfinite(levels)):
+        raise FloatingPointError(f"non-finite Lloyd levels {levels}")

@@ -27,14 +27,17 @@ Spec keys (``None`` means absent):
   value. For powersgd, the rank r.
 - ``M``: weight exponent >= 0 of the |g|^M distortion (kinds that take M; others only 0).
 - ``sparsifier``: ``"topk"`` (global top-K), ``"randomk"`` (random-K scaled by 1/p, positions
-  from a 32-bit seed) or ``"none"`` (dense, no positions); default ``"topk"`` when a ``topk``
-  fraction is given, else ``"none"``.
+  from a 32-bit seed; unscaled with ``error_feedback``, whose memory diverges otherwise) or
+  ``"none"`` (dense, no positions); default ``"topk"`` when a ``topk`` fraction is given,
+  else ``"none"``.
 - ``topk``: keep fraction in (0, 1] of the sparsifier (paper Y: 0.452, the ``lossy.topk``
   default).
 - ``topk_budget_percent``: P > 0; keep P / (100 rate) instead (capped at 1).
 - ``min_entries``: integer >= 0, default 1000: smaller tensors are sent raw at 32 bits.
 - ``error_feedback`` (bool, default False), ``memory_decay`` (in [0, 1], default 1).
-- ``slip`` (bool, default False): the authors' uniform 2^R + 1 levels and one-iteration Lloyd.
+- ``slip`` (bool, default False): the authors' code as released: uniform 2^R + 1 levels, and
+  the Lloyd quantizer with seeded random initial levels, one update and labels indexed into
+  the unsorted levels (:mod:`gradcomp.quantization.released_lloyd`).
 - ``seed`` (int, default 0): every random draw (channel noise, stochastic rounding, random-K
   positions, PowerSGD's first Q); the workflow gives each user its own.
 - ``huffman`` (bool, default True): entropy-code level indices with a real Huffman bitstream.
@@ -42,7 +45,8 @@ Spec keys (``None`` means absent):
 
 A config entry takes ``name``, ``quantizer``, ``compressor``, ``class``, ``family``,
 ``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback`` as above, and the lists ``rates``
-and ``M`` (default ``[0]``) whose product gives the variants; the other spec keys that its
+and ``M`` (default ``[0]``; integers, as they name the runs) whose product gives the
+variants; the other spec keys that its
 kind takes come from the ``lossy`` section. A ``class`` entry's keys other than ``name``, ``class``,
 ``rates`` and ``M`` are its ``options``; without ``rates`` its variant has rate 0 (path
 ``R0``) and no ``rate`` keyword.
@@ -308,7 +312,8 @@ def build_compressor(
     if s["sparsifier"] == "topk":
         sparsifier = TopK(s["topk"])
     elif s["sparsifier"] == "randomk":
-        sparsifier = RandomK(s["topk"], seed=s["seed"])
+        # with error feedback unscaled (Stich et al. 2018): the scaled one's memory diverges
+        sparsifier = RandomK(s["topk"], seed=s["seed"], unbiased=not s["error_feedback"])
     return UpdateCompressor(
         Quantize(quantizer, s["min_entries"]),
         topk=sparsifier,
@@ -394,6 +399,11 @@ def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[st
             errors.append(f"config key '{where}.{key}': needs a non-empty list of distinct values")
             value = []
         lists[key] = value
+    errors += [
+        f"config key '{where}.M': {M!r} is not an integer (M names the run, R{{rate}}_M{{M}})"
+        for M in lists["M"]
+        if M is not None and not (_is_number(M) and math.isfinite(M) and float(M).is_integer())
+    ]
     if errors:
         return errors, []
     defaults = {k: lossy.get(k) for k in _kind_keys(entry)}
