@@ -106,7 +106,9 @@ def test_qsgd_elias_stream_by_hand():
 
 def test_qsgd_rates_recomputed():
     upd = {"w": 0.01 * vector(6000, 3).reshape(60, 100), "b": vector(30, 4)}
-    c = build_compressor({"quantizer": "qsgd", "rate": 3, "min_entries": 100, "seed": 5})
+    c = build_compressor(
+        {"quantizer": "qsgd", "rate": 3, "min_entries": 100, "seed": 5, "bucket_size": 6000}
+    )
     payload, ctx = c.compress(upd)
     out, rate = c.decompress(payload, ctx), c.rate(payload, ctx)
     levels = payload["w"].quantized.indices.numpy() - 3  # s = 3

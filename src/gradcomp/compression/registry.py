@@ -3,6 +3,8 @@ the whole-update compressors (the kinds a spec's ``compressor`` names)."""
 
 from __future__ import annotations
 
+from gradcomp.compression.count_sketch import CountSketch
+from gradcomp.compression.float8 import Float8
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LloydQuantizer
@@ -25,6 +27,7 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
     for cls in (
         PassThrough,
         Float16,
+        Float8,
         UniformQuantizer,
         LloydQuantizer,
         KMeansQuantizer,
@@ -36,4 +39,4 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
 }
 
 #: Whole-update compressor kinds (built by ``cls.from_spec(spec)``; keys in ``cls.spec_keys``).
-UPDATE_COMPRESSORS = {cls.kind: cls for cls in (PowerSGD,)}
+UPDATE_COMPRESSORS = {cls.kind: cls for cls in (PowerSGD, CountSketch)}

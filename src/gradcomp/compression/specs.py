@@ -41,10 +41,18 @@ Spec keys (``None`` means absent):
 - ``seed`` (int, default 0): every random draw (channel noise, stochastic rounding, random-K
   positions, PowerSGD's first Q); the workflow gives each user its own.
 - ``huffman`` (bool, default True): entropy-code level indices with a real Huffman bitstream.
+- ``memory_mode``: ``"residual"`` (default), ``"m22"`` or ``"m22_slip"``
+  (:mod:`~gradcomp.compression.memory`; the m22 modes need ``error_feedback`` and default
+  ``memory_decay`` to 0.3); quantizer kinds only.
+- A kind's own options (its class's ``options``: key -> default, checked by its
+  ``check_option``): float8 ``float8_format`` / ``float8_scaling`` / ``float8_ties``, qsgd
+  ``bucket_size``, count_sketch ``rows`` / ``topk`` / ``min_entries`` / ``sketch_scope``;
+  other kinds refuse them.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
 A config entry takes ``name``, ``quantizer``, ``compressor``, ``class``, ``family``,
-``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback`` as above, and the lists ``rates``
+``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback``, ``memory_mode``, ``memory_decay``,
+``min_entries`` and the option keys as above, and the lists ``rates``
 and ``M`` (default ``[0]``; integers, as they name the runs) whose product gives the
 variants; the other spec keys that its
 kind takes come from the ``lossy`` section. A ``class`` entry's keys other than ``name``, ``class``,
@@ -64,7 +72,7 @@ import numpy as np
 
 from gradcomp.compression import user_compressors
 from gradcomp.compression.lloyd_quantizer import FIT_TO, LLOYD_FAMILIES
-from gradcomp.compression.memory import ResidualMemory
+from gradcomp.compression.memory import DEFAULT_DECAY, MEMORY_MODES, ResidualMemory
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
 from gradcomp.compression.sparsifiers import TopK
@@ -90,15 +98,25 @@ __all__ = [
 #: The spec keys that say what builds the compressor: exactly one of them is given.
 SOURCE_KEYS = ("quantizer", "compressor", "class")
 SPARSIFIERS = ("topk", "randomk", "none")
+#: Keys only some kinds take (their classes' ``options``); the other kinds refuse them.
+OPTION_KEYS = (
+    "float8_format",
+    "float8_scaling",
+    "float8_ties",
+    "bucket_size",
+    "rows",
+    "sketch_scope",
+)
 SPEC_KEYS = (
     "name", "quantizer", "family", "lloyd_fit", "rate", "M", "sparsifier", "topk",
     "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip", "seed",
-    "huffman", "compressor", "class", "options",
+    "huffman", "compressor", "class", "options", "memory_mode", *OPTION_KEYS,
 )  # fmt: skip
 #: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
 ENTRY_KEYS = (
     "name", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
-    "sparsifier", "topk", "error_feedback",
+    "sparsifier", "topk", "error_feedback", "memory_mode", "memory_decay", "min_entries",
+    *OPTION_KEYS,
 )  # fmt: skip
 #: Keys an entry takes over from the ``lossy`` section unless it sets them itself.
 LOSSY_DEFAULTS = (
@@ -173,7 +191,12 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         low = getattr(cls, "min_rate", 1)
         raise SpecError("rate", f"{kind} needs an integer rate in {low}..16 bits, got {rate!r}")
 
-    common = _check_common(s)
+    memory_mode = s.get("memory_mode", "residual")
+    if memory_mode not in MEMORY_MODES:
+        raise SpecError("memory_mode", f"{memory_mode!r} is not one of {MEMORY_MODES}")
+    if memory_mode != "residual" and not s.get("error_feedback", False):
+        raise SpecError("memory_mode", f"{memory_mode} is a memory: it needs error_feedback true")
+    common = _check_common(s, DEFAULT_DECAY[memory_mode])
     if not cls.takes_M and common["M"] != 0:
         raise SpecError("M", f"only lloyd quantizers take M, not {kind}")
 
@@ -194,7 +217,8 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         raise SpecError("min_entries", f"must be an integer >= 0, got {min_entries!r}")
 
     return _full_spec(
-        common,
+        {**common, **_check_options(s, kind, cls)},
+        memory_mode=memory_mode,
         name=str(s.get("name", kind)),
         quantizer=kind,
         family=family,
@@ -207,7 +231,24 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def _check_common(s: Mapping[str, Any]) -> dict[str, Any]:
+def _check_options(s: Mapping[str, Any], kind: str, cls: type) -> dict[str, Any]:
+    """The kind's own options (class attribute ``options``: key -> default), checked by the
+    class's ``check_option``; another kind's option keys are refused."""
+    takes = getattr(cls, "options", {})
+    for key in OPTION_KEYS:
+        if key in s and key not in takes:
+            raise SpecError(key, f"{kind} does not take {key}")
+    out = {}
+    for key, default in takes.items():
+        value = s.get(key, default)
+        problem = cls.check_option(key, value)
+        if problem is not None:
+            raise SpecError(key, problem)
+        out[key] = value
+    return out
+
+
+def _check_common(s: Mapping[str, Any], default_decay: float = 1.0) -> dict[str, Any]:
     """The checked keys every kind may take: M, the flags, memory decay and seed."""
     M = s.get("M", 0)
     if not (_is_number(M) and M >= 0 and math.isfinite(M)):
@@ -215,7 +256,7 @@ def _check_common(s: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("error_feedback", "slip", "huffman"):
         if key in s and not isinstance(s[key], bool):
             raise SpecError(key, f"must be true or false, got {s[key]!r}")
-    decay = s.get("memory_decay", 1.0)
+    decay = s.get("memory_decay", default_decay)
     if not (_is_number(decay) and 0 <= decay <= 1):
         raise SpecError("memory_decay", f"must be in [0, 1], got {decay!r}")
     seed = s.get("seed", 0)
@@ -247,11 +288,13 @@ def _check_update_kind(s: Mapping[str, Any]) -> dict[str, Any]:
     cls = UPDATE_COMPRESSORS.get(kind)
     if cls is None:
         raise SpecError("compressor", f"{kind!r} is not one of {tuple(UPDATE_COMPRESSORS)}")
-    _refuse_other_keys(s, kind, ("compressor", *cls.spec_keys))
+    options = getattr(cls, "options", {})
+    _refuse_other_keys(s, kind, ("compressor", *cls.spec_keys, *options))
     rate = s.get("rate")
     if not (_is_int(rate) and 1 <= rate <= cls.max_rate):
         raise SpecError("rate", f"{kind} needs an integer rate in 1..{cls.max_rate}, got {rate!r}")
     common = {k: v for k, v in _check_common(s).items() if k in cls.spec_keys}
+    common.update(_check_options(s, kind, cls))
     return _full_spec(common, name=str(s.get("name", kind)), compressor=kind, rate=int(rate))
 
 
@@ -317,7 +360,9 @@ def build_compressor(
     return UpdateCompressor(
         Quantize(quantizer, s["min_entries"]),
         topk=sparsifier,
-        memory=ResidualMemory(s["memory_decay"]) if s["error_feedback"] else None,
+        memory=(
+            ResidualMemory(s["memory_decay"], s["memory_mode"]) if s["error_feedback"] else None
+        ),
         huffman=s["huffman"],
         entropy_coder=entropy_coder or getattr(quantizer, "entropy_coder", None),
         name=s["name"],
@@ -360,7 +405,10 @@ def _kind_keys(entry: Mapping[str, Any]) -> tuple[str, ...]:
     if "class" in entry:
         return ()
     cls = UPDATE_COMPRESSORS.get(entry.get("compressor"))
-    return LOSSY_DEFAULTS if cls is None else tuple(k for k in LOSSY_DEFAULTS if k in cls.spec_keys)
+    if cls is None:
+        return LOSSY_DEFAULTS
+    takes = (*cls.spec_keys, *getattr(cls, "options", {}))
+    return tuple(k for k in LOSSY_DEFAULTS if k in takes)
 
 
 def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[str], list[Variant]]:

@@ -1,19 +1,23 @@
-"""Unbiased stochastic rounding onto 2s + 1 signed levels of a per-tensor scale.
+"""Unbiased stochastic rounding onto 2s + 1 signed levels of a per-bucket scale.
 
 The common core of QSGD (:mod:`~gradcomp.compression.qsgd`, L2-norm scale, s levels per
-sign) and TernGrad (:mod:`~gradcomp.compression.terngrad`, max-norm scale, s = 1).
+sign) and TernGrad (:mod:`~gradcomp.compression.terngrad`, max-norm scale, s = 1). A bucket
+is a run of ``bucket_size`` consecutive sent values (the last one may be shorter); without a
+bucket size the whole tensor is one bucket.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 import torch
 
+from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
 
-__all__ = ["StochasticLevels", "float32_at_least"]
+__all__ = ["BucketedValues", "StochasticLevels", "float32_at_least"]
 
 
 def float32_at_least(x: float) -> float:
@@ -22,6 +26,27 @@ def float32_at_least(x: float) -> float:
     if float(y) < x:
         y = np.nextafter(y, np.float32(np.inf))
     return float(y)
+
+
+def _float32_at_least(x: torch.Tensor) -> torch.Tensor:
+    """:func:`float32_at_least` of each entry of a float64 tensor (float64 result)."""
+    y = x.to(torch.float32)
+    up = torch.nextafter(y, torch.full_like(y, float("inf")))
+    return torch.where(y.to(torch.float64) < x, up, y).to(torch.float64)
+
+
+@dataclass
+class BucketedValues(QuantizedValues):
+    """Level indices of several buckets: ``scales`` float64 (n_buckets,), each sent at 32 bits;
+    value i has the levels ``scales[i // bucket_size] * (-s..s) / s``; ``levels`` holds the
+    unit levels ``(-s..s) / s``."""
+
+    scales: np.ndarray | None = None
+    bucket_size: int = 0
+
+    @property
+    def side_bits(self) -> int:
+        return FLOAT_BITS * (0 if self.scales is None else len(self.scales))
 
 
 class StochasticLevels(ValueQuantizer):
@@ -33,33 +58,58 @@ class StochasticLevels(ValueQuantizer):
     (32 bits), so ``r_i <= s``. Indices: ``s + sign(v_i) xi_i`` in 0..2s (level ``-s`` is
     index 0); fixed rate ``ceil(log2(2s + 1))`` bits per value. The uniforms come from a
     CPU ``torch.Generator`` seeded with ``seed``: a given seed gives the same output.
+
+    With ``bucket_size`` (None: the whole tensor) each bucket has its own scale; a tensor of
+    one bucket gives a :class:`QuantizedValues` with the scale in ``side``, several a
+    :class:`BucketedValues`.
     """
 
     scale_name: ClassVar[str] = "scale"
 
-    def __init__(self, s: int, *, seed: int = 0):
+    def __init__(self, s: int, *, seed: int = 0, bucket_size: int | None = None):
         if s < 1:
             raise ValueError(f"need at least one level per sign, got s = {s}")
+        if bucket_size is not None and not (isinstance(bucket_size, int) and bucket_size >= 1):
+            raise ValueError(f"bucket_size must be an integer >= 1, got {bucket_size!r}")
         self.s = int(s)
+        self.bucket_size = bucket_size
         self.generator = torch.Generator().manual_seed(int(seed))
 
-    def scale_of(self, values: torch.Tensor) -> float:
+    def scale_of(self, buckets: torch.Tensor) -> torch.Tensor:
+        """The scale of each row of ``buckets`` (n_buckets, b), zero-padded; (n_buckets,)."""
         raise NotImplementedError
 
     def encode(self, values, name=""):
-        v = values.detach().to(torch.float64)
-        scale = float32_at_least(self.scale_of(v)) if v.numel() else 0.0
-        r = self.s * v.abs() / scale if scale > 0 else torch.zeros_like(v)
+        v = values.detach().to(torch.float64).reshape(-1)
+        n = v.numel()
+        b = n if self.bucket_size is None else min(self.bucket_size, n)
+        n_buckets = -(-n // b) if n else 0
+        padded = torch.zeros(n_buckets * b, dtype=torch.float64, device=v.device)
+        padded[:n] = v
+        scales = _float32_at_least(self.scale_of(padded.reshape(n_buckets, b)))
+        per_value = scales.repeat_interleave(b)[:n]
+        safe = torch.where(per_value > 0, per_value, torch.ones_like(per_value))
+        r = torch.where(per_value > 0, self.s * v.abs() / safe, torch.zeros_like(v))
         low = r.floor()
         u = torch.rand(v.shape, generator=self.generator, dtype=torch.float64).to(v.device)
         xi = (low + (u < r - low).to(torch.float64)).clamp_(max=self.s)
         indices = (self.s + torch.sign(v) * xi).to(torch.int64)
-        levels = scale * np.arange(-self.s, self.s + 1, dtype=np.float64) / self.s
-        return QuantizedValues(
-            self.kind,
-            v.numel(),
-            indices=indices,
-            levels=levels,
-            side={self.scale_name: scale},
-            value_bits=level_bits(2 * self.s + 1),
-        )
+        unit = np.arange(-self.s, self.s + 1, dtype=np.float64) / self.s
+        bits = level_bits(2 * self.s + 1)
+        if n_buckets <= 1:
+            scale = float(scales[0]) if n_buckets else 0.0
+            side = {self.scale_name: scale}
+            return QuantizedValues(
+                self.kind, n, indices, levels=scale * unit, side=side, value_bits=bits
+            )
+        return BucketedValues(
+            self.kind, n, indices, levels=unit, value_bits=bits,
+            scales=scales.cpu().numpy(), bucket_size=b,
+        )  # fmt: skip
+
+    def decode(self, q, indices=None):
+        if not isinstance(q, BucketedValues):
+            return super().decode(q, indices)
+        idx = q.indices if indices is None else indices
+        scales = torch.from_numpy(q.scales).to(idx.device).repeat_interleave(q.bucket_size)
+        return scales[: q.n] * (idx.to(torch.float64) - self.s) / self.s

@@ -30,5 +30,5 @@ class TernGrad(StochasticLevels):
     def from_spec(cls, spec, **kwargs):
         return cls(seed=spec["seed"])
 
-    def scale_of(self, values):
-        return float(values.abs().max())
+    def scale_of(self, buckets):
+        return buckets.abs().amax(dim=1)

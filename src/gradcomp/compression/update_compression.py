@@ -4,7 +4,8 @@ A model update is a ``dict[str, torch.Tensor]`` (name -> delta). :class:`UpdateC
 composes
 
 1. optional error feedback (:class:`~gradcomp.compression.memory.ResidualMemory`: the residual
-   of the previous round is added before compressing, and the new residual kept);
+   of the previous round is added before compressing, and the new residual kept; in its m22
+   modes it is added to the kept entries after selection instead);
 2. an optional sparsifier (global top-K, :class:`~gradcomp.compression.sparsifiers.TopK`, or
    random-K, :class:`~gradcomp.compression.random_k.RandomK`) across all tensors of the
    update; a sparsifier with a ``scale`` attribute (random-K: 1/p) has the kept values
@@ -41,7 +42,9 @@ from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.rates import RateBreakdown, position_code_bits
 from gradcomp.compression.sparsifiers import TopK
+from gradcomp.compression.stochastic_levels import BucketedValues
 from gradcomp.compression.value_quantizers import PassThrough, QuantizedValues, ValueQuantizer
+from gradcomp.quantization.lloyd import LevelQuantizer
 
 __all__ = ["Quantize", "TensorCompressor", "TensorCtx", "TensorPayload", "UpdateCompressor"]
 
@@ -112,6 +115,19 @@ class TensorPayload:
     code: Any = None
 
 
+def _relabel(
+    q: QuantizedValues, label_flat: torch.Tensor, positions: torch.Tensor | None, name: str
+) -> None:
+    """Replace ``q.indices`` by the nearest-level labels of the sent entries of ``label_flat``."""
+    if q.indices is None or q.levels is None or isinstance(q, BucketedValues):
+        raise ValueError(
+            f"memory_mode m22_slip needs a quantizer with one set of levels per tensor "
+            f"({q.kind} on {name!r} has none)"
+        )
+    values = label_flat if positions is None else label_flat[positions]
+    q.indices = LevelQuantizer.from_levels(q.levels).quantize(values)[0].to(q.indices.device)
+
+
 class TensorCompressor:
     """Compresses one tensor: optional mask of kept entries, value quantizer, Huffman code."""
 
@@ -135,10 +151,13 @@ class TensorCompressor:
         mask: torch.Tensor | None = None,
         *,
         seeded_positions: bool = False,
+        label_values: torch.Tensor | None = None,
     ) -> tuple[TensorPayload, TensorCtx]:
         """``mask`` (bool, tensor's shape): kept entries; None sends every entry.
         ``seeded_positions``: the receiver regenerates ``mask`` itself (no position bits here,
-        zeros in it sent too)."""
+        zeros in it sent too). ``label_values`` (tensor's shape; M22's slip): the quantizer is
+        designed on ``tensor``'s sent entries, but these entries are the ones labelled (nearest
+        of the designed levels)."""
         ctx = TensorCtx(tuple(tensor.shape), tensor.dtype, tensor.device)
         flat = tensor.detach().reshape(-1)
         if mask is None:
@@ -155,6 +174,8 @@ class TensorCompressor:
         if values.numel():
             extra = {"full": flat} if self.quantizer.uses_full_tensor else {}
             quantized = self.quantizer.encode(values, name, **extra)
+            if label_values is not None:
+                _relabel(quantized, label_values.detach().reshape(-1), positions, name)
         else:
             quantized = QuantizedValues(self.quantizer.kind, 0)
         payload = TensorPayload(positions, method, pos_bits, quantized, raw=self.raw)
@@ -247,21 +268,26 @@ class UpdateCompressor:
             if not torch.is_floating_point(t):
                 raise TypeError(f"update entry {name!r} is not floating point ({t.dtype})")
         tensors = {n: t.detach() for n, t in update.items()}
-        if self.memory is not None:
-            tensors = {n: self.memory.compensate(t, n) for n, t in tensors.items()}
+        memory = self.memory
+        if memory is not None and memory.before_selection:
+            tensors = {n: memory.compensate(t, n) for n, t in tensors.items()}
         masks = self.topk.select(tensors) if self.topk is not None else {}
         scale = getattr(self.topk, "scale", 1.0)
         seeded = getattr(self.topk, "seed_bits", 0) > 0
         payload, ctx = {}, {}
         for name, t in tensors.items():
             coder = self._coder(name, t)
+            label = None
+            if memory is not None and not memory.before_selection:  # M22: kept entries only
+                label = t * scale if (memory.slip and not coder.raw) else None
+                t = memory.compensate_kept(t, name, masks.get(name))
             sent_t = t * scale if scale != 1.0 else t
             payload[name], ctx[name] = coder.compress(
-                sent_t, name, masks.get(name), seeded_positions=seeded
+                sent_t, name, masks.get(name), seeded_positions=seeded, label_values=label
             )
-            if self.memory is not None:
+            if memory is not None:
                 sent = coder.reconstruct(payload[name], ctx[name], from_bitstream=False)
-                self.memory.update(t, name, sent)
+                memory.update(t, name, sent, kept=masks.get(name))
         return payload, ctx
 
     def decompress(
