@@ -11,6 +11,7 @@ from gradcomp.compression.lloyd_quantizer import LloydQuantizer
 from gradcomp.compression.powersgd import PowerSGD
 from gradcomp.compression.qsgd import QSGD
 from gradcomp.compression.scaled_sign import ScaledSign
+from gradcomp.compression.tcq_quantizer import TCQQuantizer
 from gradcomp.compression.terngrad import TernGrad
 from gradcomp.compression.value_quantizers import (
     Float16,
@@ -35,6 +36,7 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
         QSGD,
         TernGrad,
         ScaledSign,
+        TCQQuantizer,
     )
 }
 

@@ -48,11 +48,13 @@ Spec keys (``None`` means absent):
   ``check_option``): float8 ``float8_format`` / ``float8_scaling`` / ``float8_ties``, qsgd
   ``bucket_size``, count_sketch ``rows`` / ``topk`` / ``min_entries`` / ``sketch_scope``;
   other kinds refuse them.
+- ``states``: trellis states of a ``tcq`` quantizer, a power of 2 in 4..256 (default 8;
+  refused elsewhere). ``tcq`` takes a ``family`` like ``lloyd`` and a rate in 1..8.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
 A config entry takes ``name``, ``quantizer``, ``compressor``, ``class``, ``family``,
 ``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback``, ``memory_mode``, ``memory_decay``,
-``min_entries`` and the option keys as above, and the lists ``rates``
+``min_entries``, ``states`` and the option keys as above, and the lists ``rates``
 and ``M`` (default ``[0]``; integers, as they name the runs) whose product gives the
 variants; the other spec keys that its
 kind takes come from the ``lossy`` section. A ``class`` entry's keys other than ``name``, ``class``,
@@ -110,12 +112,12 @@ OPTION_KEYS = (
 SPEC_KEYS = (
     "name", "quantizer", "family", "lloyd_fit", "rate", "M", "sparsifier", "topk",
     "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip", "seed",
-    "huffman", "compressor", "class", "options", "memory_mode", *OPTION_KEYS,
+    "huffman", "compressor", "class", "options", "memory_mode", "states", *OPTION_KEYS,
 )  # fmt: skip
 #: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
 ENTRY_KEYS = (
     "name", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
-    "sparsifier", "topk", "error_feedback", "memory_mode", "memory_decay", "min_entries",
+    "sparsifier", "topk", "error_feedback", "memory_mode", "memory_decay", "min_entries", "states",
     *OPTION_KEYS,
 )  # fmt: skip
 #: Keys an entry takes over from the ``lossy`` section unless it sets them itself.
@@ -187,9 +189,21 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         if rate is not None and rate != cls.fixed_rate:
             raise SpecError("rate", f"{kind} sends {cls.fixed_rate} bits per entry, not {rate}")
         rate = cls.fixed_rate
-    elif not (_is_int(rate) and getattr(cls, "min_rate", 1) <= rate <= 16):
-        low = getattr(cls, "min_rate", 1)
-        raise SpecError("rate", f"{kind} needs an integer rate in {low}..16 bits, got {rate!r}")
+    else:
+        low, high = getattr(cls, "min_rate", 1), getattr(cls, "max_rate", 16)
+        if not (_is_int(rate) and low <= rate <= high):
+            raise SpecError(
+                "rate", f"{kind} needs an integer rate in {low}..{high} bits, got {rate!r}"
+            )
+
+    states = s.get("states")
+    allowed_states = getattr(cls, "states_allowed", None)
+    if allowed_states is not None:
+        states = 8 if states is None else states
+        if not (_is_int(states) and states in allowed_states):
+            raise SpecError("states", f"{kind} takes states in {allowed_states}, got {states!r}")
+    elif states is not None:
+        raise SpecError("states", f"only trellis quantizers (tcq) take states, not {kind}")
 
     memory_mode = s.get("memory_mode", "residual")
     if memory_mode not in MEMORY_MODES:
@@ -228,6 +242,7 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         topk=float(topk) if sparsifier != "none" else None,
         topk_budget_percent=budget,
         min_entries=int(min_entries),
+        states=None if states is None else int(states),
     )
 
 
