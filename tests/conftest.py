@@ -19,7 +19,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
 
 # The whole study at toy size (mlp, 60 training images), on top of config/config.yaml.
 TINY_CONFIG = {
-    "data": {"train_subset": 60, "test_subset": 20},
+    "data": {"train_subset": 60, "test_subset": 20, "pretrain_subset": 30},
     "lossless": {
         "models": ["mlp"],
         "runs": 2,
@@ -33,12 +33,13 @@ TINY_CONFIG = {
         "rounds": 2,
         "local_epochs": 1,
         "batch_size": 16,
-        "one_round": {"reference": "none", "seeds": [0]},
+        "one_round": {"reference": "none", "seeds": [0, 1], "rounds": 2},
+        "warm_start": {"epochs": 1, "batch_size": 16},
         "full_runs": None,
         "compressors": [
             {"name": "dense", "quantizer": "none", "sparsifier": "none"},
             {"name": "none", "quantizer": "none"},
-            {"name": "uniform", "quantizer": "uniform", "rates": [2]},
+            {"name": "uniform", "quantizer": "uniform", "rates": [2, 3]},
             {
                 "name": "gennorm",
                 "quantizer": "lloyd",

@@ -104,6 +104,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
         "gennorm/R2_M2",
         "none/R32_M0",
         "uniform/R2_M0",
+        "uniform/R3_M0",
     ]
     rounds = pd.read_csv(base / "gennorm/R2_M2/seed0/rounds.tsv", sep="\t")
     assert rounds["round"].tolist() == [0, 1, 2]
@@ -117,14 +118,18 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     none = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
     assert none["bits_fixed"].sum() > uplink["bits_fixed"].sum()
     assert (none["position_bits"] > 0).all()  # top-K + float32: positions are charged
-    for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6"):
+    for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7"):
         assert (tiny_workdir / f"results/figures/{fig}_mlp.png").stat().st_size > 1000
     t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")
-    assert len(t3) == 5 and t3["per_bit_acc_coded_mean"].notna().all()
+    assert len(t3) == 6 and t3["per_bit_acc_coded_mean"].notna().all()
     one_round = pd.read_csv(base / "one_round/seed0.tsv", sep="\t")
-    assert len(one_round) == 2 * 5  # rounds x compressor variants
+    assert len(one_round) == 2 * 6  # rounds x compressor variants
     t4 = pd.read_csv(tiny_workdir / "results/tables/T4.tsv", sep="\t")
-    assert len(t4) == 5 and (t4["units"] == 2).all()
+    assert len(t4) == 6 and (t4["seeds"] == 2).all()  # seeds, not seeds x rounds
+    assert {"test_loss_vs_uniform_p", "test_loss_vs_uniform_p_holm"} <= set(t4.columns)
+    t5 = pd.read_csv(tiny_workdir / "results/tables/T5.tsv", sep="\t")
+    assert set(t5["compressor"]) == {"dense", "none", "gennorm"}
+    assert (base / "warm_start.pt").exists()
     rd = pd.read_csv(base / "distortion_study.tsv", sep="\t")
     assert set(rd["M"]) == {0, 2} and (rd["distortion"] > 0).all()
 

@@ -56,6 +56,10 @@ class Cifar10:
     test_images: torch.Tensor
     test_labels: torch.Tensor
     source: str
+    #: a stratified pool of training images disjoint from ``train_*`` (empty when the cache
+    #: holds none), for a central warm start (:mod:`gradcomp.lossy.warm_start`)
+    pretrain_images: torch.Tensor | None = None
+    pretrain_labels: torch.Tensor | None = None
 
 
 def _offline_message(reason: str) -> str:
@@ -215,13 +219,16 @@ def prepare_cifar10(
     download_root: Path,
     train_subset: int | None = None,
     test_subset: int | None = None,
+    pretrain_subset: int | None = None,
     seed: int = 0,
     summary_path: Path | None = None,
 ) -> dict[str, object]:
     """Read CIFAR-10 from ``source`` (``"download"`` or a local path) and cache it at ``out``.
 
     ``train_subset`` / ``test_subset`` pick a stratified subset of that many
-    images per split (``None`` keeps the whole split). Returns a summary dict
+    images per split (``None`` keeps the whole split). ``pretrain_subset`` draws a further
+    stratified pool of that many training images outside ``train_subset`` (kept as
+    ``pretrain_images`` / ``pretrain_labels``; it needs a ``train_subset``). Returns a summary dict
     (source, format, sizes) that is also stored in the cache and, if
     ``summary_path`` is given, written there as JSON.
     """
@@ -234,6 +241,21 @@ def prepare_cifar10(
     log.info("reading %s", origin)
     tensors = read_batches(folder) if fmt == "batches" else read_imagefolder(folder)
     _validate(tensors)
+    if pretrain_subset:
+        if train_subset is None:
+            raise ValueError(
+                "config key 'data.pretrain_subset' needs 'data.train_subset': the pool is drawn "
+                "from the training images outside the subset"
+            )
+        chosen = stratified_subset(tensors["train_labels"], train_subset, seed=seed)
+        rest = torch.ones(len(tensors["train_labels"]), dtype=torch.bool)
+        rest[chosen] = False
+        rest_idx = torch.nonzero(rest).flatten()
+        pick = rest_idx[
+            stratified_subset(tensors["train_labels"][rest_idx], pretrain_subset, seed=seed + 1)
+        ]
+        tensors["pretrain_images"] = tensors["train_images"][pick].contiguous()
+        tensors["pretrain_labels"] = tensors["train_labels"][pick].contiguous()
     for split, size in (("train", train_subset), ("test", test_subset)):
         if size is not None:
             idx = stratified_subset(tensors[f"{split}_labels"], size, seed=seed)
@@ -248,6 +270,7 @@ def prepare_cifar10(
         "jpeg_stand_in": jpeg,
         "n_train": len(tensors["train_labels"]),
         "n_test": len(tensors["test_labels"]),
+        "n_pretrain": len(tensors.get("pretrain_labels", ())),
         "subset_seed": seed,
     }
     atomic_torch_save({**tensors, "classes": CLASSES, "summary": summary}, out)
@@ -264,4 +287,5 @@ def load_cifar10(path: Path) -> Cifar10:
         blob["train_images"], blob["train_labels"],
         blob["test_images"], blob["test_labels"],
         blob["summary"]["source"],
+        blob.get("pretrain_images"), blob.get("pretrain_labels"),
     )  # fmt: skip

@@ -117,9 +117,11 @@ VARIANTS = {(v.name, v.rate, v.M): v.spec for v in _VARIANTS}
 QUANTIZER_OF = {entry["name"]: entry_kind(entry) for entry in LOSSY["compressors"]}
 
 _y4 = FIGURES["y4"]
-if (_y4["compressor"], _y4["rate"], _y4["M"]) not in VARIANTS or _y4["compressor"] not in (
-    LOSSY["full_runs"] or QUANTIZER_OF
-):
+_y4_full = LOSSY["full_runs"] is None or (
+    _y4["compressor"] in LOSSY["full_runs"]
+    or variant_label(_y4["compressor"], _y4["rate"], _y4["M"]) in LOSSY["full_runs"]
+)
+if (_y4["compressor"], _y4["rate"], _y4["M"]) not in VARIANTS or not _y4_full:
     raise ValueError(
         f"config key 'figures.y4': {_y4['compressor']} R{_y4['rate']} M{_y4['M']} is not a "
         f"configured compressor variant with full runs (lossy.compressors gives "
@@ -134,11 +136,53 @@ if len(_reference) != 1:
         f"config key 'lossy.one_round.reference': {ONE_ROUND['reference']!r} must name a "
         f"compressor of lossy.compressors with exactly one variant (found {_reference})"
     )
-if FIGURES["paired_baseline"] not in QUANTIZER_OF:
+BASELINE = LOSSY["baseline"]
+if BASELINE not in QUANTIZER_OF:
     raise ValueError(
-        f"config key 'figures.paired_baseline': {FIGURES['paired_baseline']!r} is not a "
-        f"compressor of lossy.compressors ({', '.join(QUANTIZER_OF)})"
+        f"config key 'lossy.baseline': {BASELINE!r} is not a compressor of lossy.compressors "
+        f"({', '.join(QUANTIZER_OF)})"
     )
+if len({r for c, r, _ in VARIANTS if c == BASELINE}) < 2:
+    raise ValueError(
+        f"config key 'lossy.baseline': {BASELINE!r} needs two or more rates, so that T5 has "
+        "a rate curve to compare the others with"
+    )
+
+
+def _sent_the_same_way(spec):
+    """What R means for a spec: bits per kept value of one sparsifier and keep fraction."""
+    sparsifier = spec.get("sparsifier") or ("topk" if spec.get("topk") else "none")
+    return ("quantizer" in spec, sparsifier, spec.get("topk"), spec.get("topk_budget_percent"))
+
+
+_base_way = {_sent_the_same_way(s) for (c, _, _), s in VARIANTS.items() if c == BASELINE}
+#: Compressors paired with the baseline at the same R in T3/T4 (R means the same thing).
+PAIRABLE = sorted(
+    name
+    for name in QUANTIZER_OF
+    if name != BASELINE
+    and {_sent_the_same_way(s) for (c, _, _), s in VARIANTS.items() if c == name} == _base_way
+)
+
+
+WARM_START = LOSSY["warm_start"]
+WARM_START_FILE = "results/lossy/{model}/warm_start.pt"
+if WARM_START is not None and not config["data"].get("pretrain_subset"):
+    raise ValueError(
+        "config key 'lossy.warm_start' needs a pretraining pool: set data.pretrain_subset "
+        "(images outside data.train_subset), or lossy.warm_start: null to start from scratch"
+    )
+
+
+def warm_start_input(wildcards):
+    """The warm start file of the wildcard's model, or nothing when the study starts from
+    scratch (lossy.warm_start: null)."""
+    return {} if WARM_START is None else {"warm_start": WARM_START_FILE.format(model=wildcards.model)}
+
+
+def warm_start_settings(wildcards):
+    """gradcomp.lossy.warm_start.WarmStartSettings keyword arguments."""
+    return dict(model=wildcards.model, **WARM_START)
 
 
 def one_round_specs(wildcards):
@@ -152,12 +196,20 @@ def lossy_dir(model, compressor, rate, m, seed):
 
 
 FULL_RUNS = LOSSY["full_runs"] if LOSSY["full_runs"] is not None else list(QUANTIZER_OF)
-_unknown = sorted(set(FULL_RUNS) - set(QUANTIZER_OF))
+_LABELS = {variant_label(c, r, m): (c, r, m) for c, r, m in VARIANTS}
+_unknown = sorted(set(FULL_RUNS) - set(QUANTIZER_OF) - set(_LABELS))
 if _unknown:
     raise ValueError(
-        f"config key 'lossy.full_runs': {_unknown} are not compressors of lossy.compressors "
-        f"({', '.join(QUANTIZER_OF)})"
+        f"config key 'lossy.full_runs': {_unknown} are neither compressors of "
+        f"lossy.compressors ({', '.join(QUANTIZER_OF)}) nor variant labels "
+        f"({', '.join(_LABELS)})"
     )
+
+
+def has_full_runs(c, r, m):
+    """Whether variant (c, r, m) gets full federated runs (lossy.full_runs names its
+    compressor or its label)."""
+    return c in FULL_RUNS or variant_label(c, r, m) in FULL_RUNS
 
 
 def lossy_run_files(model, name):
@@ -165,7 +217,7 @@ def lossy_run_files(model, name):
     return [
         f"{lossy_dir(model, c, r, m, s)}/{name}"
         for c, r, m in VARIANTS
-        if c in FULL_RUNS
+        if has_full_runs(c, r, m)
         for s in LOSSY["seeds"]
     ]
 
@@ -203,13 +255,18 @@ def one_round_files(model):
     return [f"results/lossy/{model}/one_round/seed{s}.tsv" for s in ONE_ROUND["seeds"]]
 
 
+def one_round_settings(wildcards):
+    """federated_settings with the one-round study's number of rounds."""
+    return {**federated_settings(wildcards), "rounds": ONE_ROUND["rounds"]}
+
+
 def lossy_targets():
-    """Y1-Y6 per model, as PNG and PDF, T3 and T4."""
+    """Y1-Y7 per model, as PNG and PDF, T3-T5."""
     out = []
     for model in LOSSY["models"]:
-        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6"):
+        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7"):
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
-    out += [f"results/tables/{t}.{ext}" for t in ("T3", "T4") for ext in ("tsv", "md")]
+    out += [f"results/tables/{t}.{ext}" for t in ("T3", "T4", "T5") for ext in ("tsv", "md")]
     return out
 
 

@@ -6,6 +6,7 @@ rule prepare_cifar10:
         source=config["cifar10"],
         train_subset=config["data"]["train_subset"],
         test_subset=config["data"]["test_subset"],
+        pretrain_subset=config["data"].get("pretrain_subset"),
         seed=config["data"]["subset_seed"],
         download_root="results/data/download",
     log:
@@ -14,6 +15,8 @@ rule prepare_cifar10:
     resources:
         mem_mb=4000,
         runtime=30,
+    benchmark:
+        "results/benchmarks/prepare_cifar10.tsv"
     conda:
         "../../envs/gradcomp.yaml"
     script:

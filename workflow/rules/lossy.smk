@@ -1,9 +1,43 @@
-# Paper Y: federated training with compressed updates, the Y5 distortion study, the
-# one-round paired study, figures Y1-Y6, tables T3-T4. Each rule runs the script of the same name, which makes one library call.
+# Paper Y: the central warm start, federated training with compressed updates, the Y5
+# distortion study, the one-round paired study, figures Y1-Y7, tables T3-T5. Each rule runs
+# the script of the same name, which makes one library call.
+
+localrules:
+    figures_Y1_Y3,
+    figure_Y4,
+    figure_Y5,
+    figure_Y6,
+    figure_Y7,
+    table_T3,
+    table_T4,
+    table_T5,
+
+
+rule warm_start:
+    input:
+        data=CIFAR10_CACHE,
+    output:
+        state=WARM_START_FILE,
+    params:
+        settings=warm_start_settings,
+    log:
+        "results/logs/lossy/{model}/warm_start.log",
+    benchmark:
+        "results/benchmarks/warm_start/{model}.tsv"
+    threads: LOSSY["threads"]
+    resources:
+        mem_mb=rule_resource("warm_start", "mem_mb"),
+        runtime=rule_resource("warm_start", "runtime"),
+        gpu=rule_resource("warm_start", "gpu"),
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/warm_start.py"
 
 
 rule federated:
     input:
+        unpack(warm_start_input),
         data=CIFAR10_CACHE,
     output:
         rounds=f"{LOSSY_RUN}/rounds.tsv",
@@ -16,6 +50,8 @@ rule federated:
         spec=compressor_spec,
     log:
         "results/logs/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/federated/{model}/{compressor}/R{rate}_M{m}/seed{seed}.tsv"
     threads: LOSSY["threads"]
     resources:
         mem_mb=rule_resource("federated", "mem_mb"),
@@ -29,15 +65,18 @@ rule federated:
 
 rule one_round_study:
     input:
+        unpack(warm_start_input),
         data=CIFAR10_CACHE,
     output:
         table="results/lossy/{model}/one_round/seed{seed}.tsv",
     params:
-        settings=federated_settings,
+        settings=one_round_settings,
         specs=one_round_specs,
         reference=variant_label(*_reference[0]),
     log:
         "results/logs/lossy/{model}/one_round/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/one_round_study/{model}/seed{seed}.tsv"
     threads: LOSSY["threads"]
     resources:
         mem_mb=rule_resource("one_round_study", "mem_mb"),
@@ -66,6 +105,8 @@ rule distortion_study:
         slip=LOSSY["slip"],
     log:
         "results/logs/lossy/{model}/distortion_study.log",
+    benchmark:
+        "results/benchmarks/distortion_study/{model}.tsv"
     threads: 1
     resources:
         mem_mb=4000,
@@ -153,7 +194,8 @@ rule figure_Y6:
         pdf="results/figures/Y6_{model}.pdf",
     params:
         quantizers=QUANTIZER_OF,
-        baseline=FIGURES["paired_baseline"],
+        baseline=BASELINE,
+        pairable=PAIRABLE,
     log:
         "results/logs/figures/Y6_{model}.log",
     threads: 1
@@ -174,7 +216,8 @@ rule table_T4:
         md="results/tables/T4.md",
     params:
         quantizers=QUANTIZER_OF,
-        baseline=FIGURES["paired_baseline"],
+        baseline=BASELINE,
+        pairable=PAIRABLE,
     log:
         "results/logs/tables/T4.log",
     threads: 1
@@ -193,7 +236,8 @@ rule table_T3:
         uplink=[f for model in LOSSY["models"] for f in lossy_run_files(model, "uplink.tsv")],
     params:
         quantizers=QUANTIZER_OF,
-        baseline=FIGURES["paired_baseline"],
+        baseline=BASELINE,
+        pairable=PAIRABLE,
     output:
         tsv=report("results/tables/T3.tsv", caption="../report/T3.rst", category="Paper Y", subcategory="tables"),
         md="results/tables/T3.md",
@@ -207,3 +251,44 @@ rule table_T3:
         "../../envs/gradcomp.yaml"
     script:
         "../scripts/table_T3.py"
+
+
+rule figure_Y7:
+    input:
+        tables=lambda wc: one_round_files(wc.model),
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/Y7_{model}.png", caption="../report/Y7.rst", category="Paper Y", subcategory="{model}"),
+        pdf="results/figures/Y7_{model}.pdf",
+    params:
+        quantizers=QUANTIZER_OF,
+    log:
+        "results/logs/figures/Y7_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_Y7.py"
+
+
+rule table_T5:
+    input:
+        tables=[f for model in LOSSY["models"] for f in one_round_files(model)],
+    output:
+        tsv=report("results/tables/T5.tsv", caption="../report/T5.rst", category="Paper Y", subcategory="tables"),
+        md="results/tables/T5.md",
+    params:
+        baseline=BASELINE,
+    log:
+        "results/logs/tables/T5.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/table_T5.py"

@@ -11,7 +11,8 @@ figure_y6(
     dict(sm.params.quantizers),
     sm.output.png,
     baseline=sm.params.baseline,
+    pairable=list(sm.params.pairable),
     title=f"Y6 {sm.wildcards.model}: every compressor on the same updates, one round at a time "
-    f"(mean and 95% interval over seeds x rounds; *: differs from {sm.params.baseline} at the "
-    f"same R)\n{data_source_label(sm.input.summary)}",
+    f"(mean and 95% interval over seeds; *: differs from {sm.params.baseline} at the same R, "
+    f"Holm-adjusted)\n{data_source_label(sm.input.summary)}",
 )

@@ -11,6 +11,7 @@ one_round_run(
     dict(sm.params.specs),
     reference=sm.params.reference,
     out_tsv=sm.output.table,
+    warm_start=sm.input.get("warm_start"),
     threads=sm.threads,
     device=sm.config["device"],
 )

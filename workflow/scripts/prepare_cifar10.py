@@ -13,6 +13,7 @@ prepare_cifar10(
     download_root=Path(sm.params.download_root),
     train_subset=sm.params.train_subset,
     test_subset=sm.params.test_subset,
+    pretrain_subset=sm.params.pretrain_subset,
     seed=sm.params.seed,
     summary_path=Path(sm.output.summary),
 )

@@ -12,4 +12,5 @@ table_t3(
     sm.output.tsv,
     sm.output.md,
     baseline=sm.params.baseline,
+    pairable=list(sm.params.pairable),
 )

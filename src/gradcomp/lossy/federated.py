@@ -118,7 +118,12 @@ class Federation:
     """
 
     def __init__(
-        self, data: Cifar10, settings: FederatedSettings, executor: Executor | None = None
+        self,
+        data: Cifar10,
+        settings: FederatedSettings,
+        executor: Executor | None = None,
+        *,
+        initial_state: dict[str, torch.Tensor] | None = None,
     ):
         torch.set_num_threads(settings.threads)
         self.data, self.settings, self.executor = data, settings, executor
@@ -137,6 +142,8 @@ class Federation:
         self._optimizer_state: dict[str, Any] | None = None
         with torch.random.fork_rng(devices=[]):  # leave the caller's RNG state alone
             self._model = build_model(settings.model, seed=settings.seed).to(self.device)
+        if initial_state is not None:  # a warm start (gradcomp.lossy.warm_start)
+            self._model.load_state_dict(initial_state)
         self.initial_state = cpu_state(self._model)
 
     def users(self, rnd: int) -> list[UserData]:
@@ -201,15 +208,17 @@ def run_federated(
     make_compressor: Callable[[int], Compressor],
     *,
     executor: Executor | None = None,
+    initial_state: dict[str, torch.Tensor] | None = None,
     log: logging.Logger = log,
 ) -> FederatedResult:
     """Run paper Y's federated training with compressed updates.
 
     ``make_compressor(u)`` is called once per user ``u`` before the first round; that
     object compresses all of the user's updates. ``executor`` maps the local training over
-    users when the optimizer state is fresh (default: sequential).
+    users when the optimizer state is fresh (default: sequential); ``initial_state``: the
+    warm start's weights (default: the model's seeded random init).
     """
-    fed = Federation(data, settings, executor)
+    fed = Federation(data, settings, executor, initial_state=initial_state)
     compressors = [make_compressor(u) for u in range(settings.n_users)]
     global_state = fed.initial_state
     log.info(

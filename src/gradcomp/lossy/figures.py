@@ -1,5 +1,5 @@
 """Paper Y's figures: Y1-Y3 from the federated runs' round tables, Y4 and Y5 from a run's
-update snapshot, Y6 from the one-round paired study.
+update snapshot, Y6 and Y7 from the one-round paired study.
 
 Per-bit accuracy after round t = (test accuracy at t - test accuracy of the initial model)
 / cumulative uplink bits of all users up to t (Huffman-coded payload). Every variant keeps
@@ -23,7 +23,7 @@ from gradcomp.lossy.paired import t_interval
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.lossy.styles import is_reference, legend_outside, variant_styles
-from gradcomp.lossy.tables import one_round_data
+from gradcomp.lossy.tables import one_round_data, t4_table
 
 
 def _rate_panels(data: pd.DataFrame, quantizers: dict[str, str]) -> list[int]:
@@ -152,16 +152,17 @@ def figure_y6(
     *,
     baseline: str,
     title: str,
+    pairable=None,
 ) -> None:
-    """Y6: the one-round study per variant (mean and 95% interval over seeds x rounds):
-    the accuracy a round gains per uplink bit (top) and the test-loss increase against the
-    uncompressed aggregate (bottom); ``*``: the paired difference to ``baseline`` at the same
-    rate is significant."""
-    from gradcomp.lossy.tables import t4_table
-
+    """Y6: the one-round study per variant (mean and 95% interval over seeds, the rounds of
+    a seed averaged first): the accuracy a round gains per uplink bit (top) and the
+    test-loss increase against the uncompressed aggregate (bottom); ``*``: the paired
+    difference to ``baseline`` at the same rate is significant after Holm's adjustment
+    over T4's family (``pairable``: the compressors paired with it, see T4)."""
     plots.set_theme()
     data = one_round_data(tables)
-    summary = t4_table(tables, baseline=baseline).set_index(["compressor", "rate", "M"])
+    summary = t4_table(tables, baseline=baseline, pairable=pairable)
+    summary = summary.set_index(["compressor", "rate", "M"])
     styles = variant_styles(data, quantizers)
     rates = _rate_panels(data, quantizers)
     fig, axes = plt.subplots(
@@ -240,3 +241,53 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
         log_y=True, reference=bound, col_wrap=2, xlabel="rate R (bits per kept entry)",
         ylabel="mean |g|^M (g - ĝ)^2", title=title,
     )  # fmt: skip
+
+
+def figure_y7(
+    tables: Sequence[str | Path], quantizers: dict[str, str], png: str | Path, *, title: str
+) -> None:
+    """Y7: rate curves of the one-round study, one line per compressor and M through its
+    rates: the test-loss increase (left) and accuracy change (right) against the
+    uncompressed aggregate, over the measured uplink bits per entry (coded, log scale);
+    mean and 95% interval over seeds (rounds of a seed averaged first)."""
+    from gradcomp.lossy.paired import seed_means
+
+    plots.set_theme()
+    data = one_round_data(tables)
+    per_seed = seed_means(data, ["bits_per_entry", "loss_increase", "acc_change"])
+    styles = variant_styles(data, quantizers)
+    order = {name: i for i, name in enumerate(quantizers)}
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8), squeeze=False)
+    axes = axes[0]
+    metrics = (
+        ("loss_increase", "test loss - uncompressed aggregate's"),
+        ("acc_change", "test accuracy - uncompressed aggregate's"),
+    )
+    curves = sorted(
+        per_seed.groupby(["compressor", "M"]), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])
+    )
+    for (name, M), curve in curves:
+        first = styles[(name, int(curve["rate"].min()), M)]
+        label = f"{name}" + (f" M{M}" if curve["M"].ne(0).any() or name == "gennorm" else "")
+        stats = []
+        for _, at in curve.groupby("rate"):
+            stats.append(
+                (at["bits_per_entry"].mean(), *(t_interval(at[m])[0:3] for m, _ in metrics))
+            )
+        stats.sort(key=lambda t: t[0])
+        x = np.array([t[0] for t in stats])
+        for k, (ax, (_, ylabel)) in enumerate(zip(axes, metrics, strict=True)):
+            mean = np.array([t[1 + k][0] for t in stats])
+            lo = np.array([t[1 + k][1] for t in stats])
+            hi = np.array([t[1 + k][2] for t in stats])
+            err = [mean - lo, hi - mean] if np.isfinite(lo).all() else None
+            ax.errorbar(
+                x, mean, yerr=err, color=first.color, marker=first.marker or "o",
+                ls="-" if len(x) > 1 else "none", lw=1.2, ms=4, capsize=2, label=label,
+            )  # fmt: skip
+            ax.set_ylabel(ylabel, fontsize=8)
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("measured uplink bits per entry (coded, all users)")
+        ax.axhline(0.0, color="0.6", lw=0.8)
+    _finish(fig, axes, title, png)

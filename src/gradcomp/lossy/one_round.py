@@ -13,10 +13,18 @@ on the same test images. Per round and compressor the study records
   (``start_acc`` / ``start_loss``) and of the uncompressed aggregate (``exact_acc`` /
   ``exact_loss``: the plain average of the users' updates).
 
+plus ``entries``, the number of update entries all users send (so ``bits_coded / entries``
+is the measured bits per entry).
+
 Differences between compressors are then paired by (seed, round): the same starting model,
 the same local updates, the same test images, so the only difference is the compressor.
-Each compressor keeps its per-user state (error-feedback memory) across the rounds, fed by
-the reference trajectory's updates.
+Rounds of one seed share one trajectory, so the seed is the unit of replication
+(:mod:`gradcomp.lossy.paired`).
+
+One round means one round: every compressor starts every round from its initial state (a
+fresh object per user and round, seeded from seed, round and user), so error-feedback memory
+and PowerSGD's warm start never carry what the reference trajectory's updates left in them
+into a model that never held that error back. Error feedback is judged in full runs.
 """
 
 from __future__ import annotations
@@ -38,31 +46,29 @@ __all__ = ["ONE_ROUND_COLUMNS", "one_round_study"]
 
 ONE_ROUND_COLUMNS = (
     "seed", "round", "compressor", "bits_coded", "bits_fixed", "test_acc", "test_loss",
-    "start_acc", "start_loss", "exact_acc", "exact_loss",
+    "start_acc", "start_loss", "exact_acc", "exact_loss", "entries",
 )  # fmt: skip
 
 
 def one_round_study(
     data: Cifar10,
     settings: FederatedSettings,
-    make_compressors: Mapping[str, Callable[[int], Compressor]],
+    make_compressors: Mapping[str, Callable[[int, int], Compressor]],
     *,
     reference: str,
+    initial_state: dict | None = None,
 ) -> pd.DataFrame:
     """Rows :data:`ONE_ROUND_COLUMNS`, one per round and compressor (see the module doc).
 
-    ``make_compressors``: label -> factory ``user -> compressor`` (called once per user);
-    ``reference``: the label whose aggregate the trajectory follows.
+    ``make_compressors``: label -> factory ``(user, round) -> compressor``, called anew for
+    every user and round; ``reference``: the label whose aggregate the trajectory follows;
+    ``initial_state``: the warm start's weights (default: the seeded random init).
     """
     if reference not in make_compressors:
         raise ValueError(
             f"the reference compressor {reference!r} is not among {sorted(make_compressors)}"
         )
-    fed = Federation(data, settings)
-    compressors = {
-        label: [make(u) for u in range(settings.n_users)]
-        for label, make in make_compressors.items()
-    }
+    fed = Federation(data, settings, initial_state=initial_state)
     state = fed.initial_state
     start_loss, start_acc = fed.evaluate(state)
     rows: list[dict[str, Any]] = []
@@ -71,7 +77,7 @@ def one_round_study(
         "%d test images",
         settings.model,
         settings.seed,
-        len(compressors),
+        len(make_compressors),
         reference,
         settings.rounds,
         len(data.test_labels),
@@ -85,12 +91,13 @@ def one_round_study(
         head = {
             "seed": settings.seed, "round": rnd, "start_acc": start_acc,
             "start_loss": start_loss, "exact_acc": exact_acc, "exact_loss": exact_loss,
+            "entries": sum(t.numel() for u in updates for t in u.values()),
         }  # fmt: skip
         following = None
-        for label, user_compressors in compressors.items():
+        for label, make in make_compressors.items():
             sent = [
-                send(c, u, rnd=rnd, user=o.user, n_train=o.n_train)
-                for c, u, o in zip(user_compressors, updates, outcomes, strict=True)
+                send(make(o.user, rnd), u, rnd=rnd, user=o.user, n_train=o.n_train)
+                for u, o in zip(updates, outcomes, strict=True)
             ]
             new_state = aggregate(state, [s.recon for s in sent], n_train)
             loss, acc = fed.evaluate(new_state)
@@ -114,7 +121,7 @@ def one_round_study(
             exact_acc,
             reference,
             start_acc,
-            len(compressors),
+            len(make_compressors),
             time.perf_counter() - t0,
         )
     return pd.DataFrame(rows, columns=list(ONE_ROUND_COLUMNS))
@@ -127,6 +134,7 @@ def one_round_run(
     *,
     reference: str,
     out_tsv,
+    warm_start=None,
     threads: int = 1,
     device: str = "cpu",
 ) -> pd.DataFrame:
@@ -134,20 +142,27 @@ def one_round_run(
     (label -> checked spec) for one seed, written to ``out_tsv``.
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
-    ``device``, which say where the job runs.
+    ``device``, which say where the job runs; ``warm_start``: a
+    :func:`gradcomp.lossy.warm_start.pretrain_run` file to start from.
     """
     from pathlib import Path
 
     from gradcomp.artifacts import write_text
     from gradcomp.data import load_cifar10
     from gradcomp.lossy.uplink import compressor_factory
+    from gradcomp.lossy.warm_start import load_warm_start
 
     full = FederatedSettings(**settings, threads=int(threads), device=device)
+
+    def per_round(spec):
+        return lambda user, rnd: compressor_factory(spec, full.seed, rnd=rnd)(user)
+
     table = one_round_study(
         load_cifar10(Path(data_path)),
         full,
-        {label: compressor_factory(spec, full.seed) for label, spec in specs.items()},
+        {label: per_round(spec) for label, spec in specs.items()},
         reference=reference,
+        initial_state=load_warm_start(warm_start) if warm_start else None,
     )
     write_text(out_tsv, table.to_csv(sep="\t", index=False))
     return table

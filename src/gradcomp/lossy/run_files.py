@@ -84,6 +84,7 @@ def federated_run(
     rounds_tsv: Path,
     uplink_tsv: Path,
     update_path: Path,
+    warm_start: Path | None = None,
     threads: int = 1,
     device: str = "cpu",
 ) -> FederatedResult:
@@ -91,12 +92,19 @@ def federated_run(
     (one per user, :func:`gradcomp.lossy.uplink.compressor_factory`), and its files.
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
-    ``device``, which say where the job runs.
+    ``device``, which say where the job runs; ``warm_start``: a
+    :func:`gradcomp.lossy.warm_start.pretrain_run` file to start from.
     """
     from gradcomp.data import load_cifar10
+    from gradcomp.lossy.warm_start import load_warm_start
 
     full = FederatedSettings(**settings, threads=int(threads), device=device)
-    result = run_federated(load_cifar10(Path(data_path)), full, compressor_factory(spec, full.seed))
+    result = run_federated(
+        load_cifar10(Path(data_path)),
+        full,
+        compressor_factory(spec, full.seed),
+        initial_state=load_warm_start(warm_start) if warm_start else None,
+    )
     write_rounds(result, Path(rounds_tsv), Path(uplink_tsv))
     save_snapshot(result.snapshot, Path(update_path))
     return result

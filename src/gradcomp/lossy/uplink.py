@@ -155,10 +155,14 @@ def update_snapshot(
     }
 
 
-def compressor_factory(spec: Mapping[str, Any], seed: int) -> Callable[[int], Compressor]:
+def compressor_factory(
+    spec: Mapping[str, Any], seed: int, *, rnd: int = 0
+) -> Callable[[int], Compressor]:
     """``user -> compressor`` for a compressor spec in a run seeded ``seed``: user ``u`` gets
-    its own object (error-feedback memory, noise streams) seeded ``1000 seed + u``, the same
-    for every compressor of the run (common random numbers)."""
+    its own object (error-feedback memory, noise streams) seeded ``1000 seed + u`` (plus
+    ``10^6 rnd`` for an object built for round ``rnd`` alone, as the one-round study does),
+    the same for every compressor of the run (common random numbers)."""
     from gradcomp.compression import build_compressor
 
-    return lambda user: build_compressor({**spec, "seed": 1000 * int(seed) + int(user)})
+    base = 1000 * int(seed) + 1_000_000 * int(rnd)
+    return lambda user: build_compressor({**spec, "seed": base + int(user)})

@@ -1,0 +1,15 @@
+"""Snakemake script: figure Y7 (rate curves of the one-round study)."""
+
+from gradcomp.logutil import log_to_file
+from gradcomp.lossy.figures import figure_y7
+from gradcomp.reporting import data_source_label
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+figure_y7(
+    list(sm.input.tables),
+    dict(sm.params.quantizers),
+    sm.output.png,
+    title=f"Y7 {sm.wildcards.model}: compressors at the bits they spend, one round from the "
+    "same updates (mean and 95% interval over seeds)\n" + data_source_label(sm.input.summary),
+)

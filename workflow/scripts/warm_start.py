@@ -1,0 +1,14 @@
+"""Snakemake script: the central warm start of paper Y's federation."""
+
+from gradcomp.logutil import log_to_file
+from gradcomp.lossy.warm_start import pretrain_run
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+log_to_file(sm.log[0])
+pretrain_run(
+    sm.input.data,
+    dict(sm.params.settings),
+    sm.output.state,
+    threads=sm.threads,
+    device=sm.config["device"],
+)
