@@ -138,7 +138,7 @@ def one_round_run(
     """
     from pathlib import Path
 
-    from gradcomp.artifacts import write_text
+    from gradcomp.artifacts import write_tsv
     from gradcomp.data import load_cifar10
     from gradcomp.lossy.uplink import compressor_factory
 
@@ -149,5 +149,5 @@ def one_round_run(
         {label: compressor_factory(spec, full.seed) for label, spec in specs.items()},
         reference=reference,
     )
-    write_text(out_tsv, table.to_csv(sep="\t", index=False))
+    write_tsv(out_tsv, table)
     return table
