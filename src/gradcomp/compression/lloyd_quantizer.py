@@ -34,13 +34,13 @@ from gradcomp.compression.value_quantizers import (
     ValueQuantizer,
     level_values,
 )
+from gradcomp.distributions.fitting import FAMILIES as LLOYD_FAMILIES
 from gradcomp.quantization.lloyd import lloyd_design
 
 log = logging.getLogger(__name__)
 
 __all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer"]
 
-LLOYD_FAMILIES = ("gennorm", "norm", "dweibull", "laplace")
 FIT_TO = ("update", "survivors")
 
 

@@ -53,6 +53,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from gradcomp.distributions.fitting import FAMILIES
+
 __all__ = [
     "SymmetricLaw",
     "LloydResult",
@@ -64,8 +66,6 @@ __all__ = [
     "uniform_minmax_levels",
     "FAMILIES",
 ]
-
-FAMILIES = ("norm", "laplace", "gennorm", "dweibull")
 
 
 @dataclass(frozen=True)
