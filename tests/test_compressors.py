@@ -192,31 +192,69 @@ def test_lloyd_uses_injected_fit_and_sends_parameters():
     )
 
 
-def test_lloyd_with_real_fit_beats_uniform_on_weighted_distortion():
+def brute_force_weighted_kmeans(x: np.ndarray, n: int, M: float, iters: int = 300) -> float:
+    """|x|^M-weighted k-means of the samples, written here from its definition (nearest-level
+    cells, weighted centroids), started from quantiles; returns its mean weighted distortion."""
+    w = np.abs(x) ** M
+    levels = np.quantile(x, (np.arange(n) + 0.5) / n)
+    for _ in range(iters):
+        cell = np.argmin(np.abs(x[:, None] - levels[None, :]), axis=1)
+        levels = np.array([np.sum(w[cell == k] * x[cell == k]) / np.sum(w[cell == k])
+                           for k in range(n)])  # fmt: skip
+    cell = np.argmin(np.abs(x[:, None] - levels[None, :]), axis=1)
+    return float(np.mean(w * (x - levels[cell]) ** 2))
+
+
+def test_lloyd_with_real_fit_is_near_data_optimal_on_weighted_distortion():
+    """On Laplace data (GenNorm beta = 1), the GenNorm Lloyd quantizer for M = 2 comes within
+    10% of the data-optimal 8 levels (a brute-force weighted k-means written here; measured
+    6%), while uniform min-max quantization (measured 1.76x) and the M = 0 design (2.7x) are
+    over 1.5x. Planted bugs: the design ignoring M (it becomes the M = 0 design), or a poor
+    fit (the optimum is missed)."""
     torch.manual_seed(3)
     x = torch.distributions.Laplace(0.0, 1.0).sample((20_000,))
     upd = {"w": x}
     errs = {}
     for name, spec in {
         "lloyd": {"quantizer": "lloyd", "family": "gennorm", "M": 2},
+        "lloyd_m0": {"quantizer": "lloyd", "family": "gennorm", "M": 0},
         "uniform": {"quantizer": "uniform"},
     }.items():
-        c = build_compressor({**spec, "rate": 3})
+        c = build_compressor({**spec, "rate": 3, "sparsifier": "none"})
         out = c.decompress(*c.compress(upd))
         errs[name] = m_weighted_distortion(x, out["w"], 2)
-    assert errs["lloyd"] < errs["uniform"]
+    best = brute_force_weighted_kmeans(x.double().numpy(), 8, 2)
+    assert best <= errs["lloyd"] < 1.1 * best
+    assert errs["lloyd_m0"] > 1.5 * best
+    assert errs["uniform"] > 1.5 * best
 
 
-def test_lloyd_slip_differs_from_converged():
-    torch.manual_seed(5)
+def test_lloyd_slip_is_one_iteration_from_uniform_levels():
+    """``slip``: one Lloyd step from the midpoints of 8 equal cells on +-3 std of the fitted
+    law, recomputed here by quadrature: each level is the |x|^2-weighted centroid of the cell
+    between the midpoints of the initial levels. Planted bugs: slip iterating to convergence,
+    starting from other levels, or dropping the weight."""
+    from scipy.integrate import quad
+
+    s = 0.7
+
+    def fake_fit(x, family, label="", floc=None):
+        return SimpleNamespace(family=family, params={"loc": 0.0, "scale": s})
+
     x = {"w": torch.distributions.Laplace(0.0, 1.0).sample((5000,))}
+    spec = {"quantizer": "lloyd", "family": "norm", "rate": 3, "M": 2, "sparsifier": "none"}
     lv = {}
     for slip in (False, True):
-        c = build_compressor(
-            {"quantizer": "lloyd", "family": "norm", "rate": 3, "M": 2, "slip": slip}
-        )
-        lv[slip] = c.compress(x)[0]["w"].quantized.levels
-    assert not np.allclose(lv[False], lv[True])
+        c = build_compressor({**spec, "slip": slip}, fit_fn=fake_fit)
+        lv[slip] = np.asarray(c.compress(x)[0]["w"].quantized.levels, dtype=np.float64)
+    edges = [-np.inf, *(-3 * s + 6 * s / 8 * np.arange(1, 8)), np.inf]
+    f = scipy.stats.norm(0.0, s).pdf
+    expected = [
+        quad(lambda t: t**3 * f(t), a, b)[0] / quad(lambda t: t**2 * f(t), a, b)[0]
+        for a, b in zip(edges[:-1], edges[1:], strict=True)
+    ]
+    np.testing.assert_allclose(lv[True], expected, rtol=1e-6)
+    assert not np.allclose(lv[False], lv[True], rtol=1e-3)
 
 
 def test_lloyd_falls_back_on_constant_values():

@@ -170,6 +170,7 @@ def test_scaled_sign_with_error_feedback_updates_the_memory():
     assert ScaledSign.fixed_rate == 1
 
 
+@pytest.mark.slow
 def test_random_k_is_unbiased_and_keeps_exactly_k():
     upd = {"a": vector(30, 9), "z": torch.zeros(10, dtype=torch.float64)}
     c = build_compressor(

@@ -166,6 +166,7 @@ def test_blocker_hides_modules_outside_the_core_install(core_env):
     run_python(core_env, "-c", "import numpy, snakemake, gradcomp")
 
 
+@pytest.mark.slow
 def test_workflow_and_library_imports_need_only_the_core_install(core_env):
     statements: list[str] = []
     for path in [*sorted((REPO / "workflow" / "scripts").glob("*.py"))]:
@@ -180,6 +181,7 @@ def test_workflow_and_library_imports_need_only_the_core_install(core_env):
     run_python(core_env, "-c", code)
 
 
+@pytest.mark.slow
 def test_snakemake_run_and_report_need_only_the_core_install(core_env, tmp_path):
     (tmp_path / "caption.rst").write_text("A number.\n")
     (tmp_path / "Snakefile").write_text(

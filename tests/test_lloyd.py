@@ -85,6 +85,7 @@ LLOYD_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family, params, n_levels, M", LLOYD_CASES)
 def test_lloyd_design_against_scipy_quadrature(family, params, n_levels, M):
     law = getattr(stats, family)(**params)
@@ -170,11 +171,26 @@ def test_one_iteration_slip_returns_after_first_update():
 
 
 def test_gennorm_m2_spreads_levels_wider():
+    """M = 2 moves every level outwards, and both designs satisfy the Lloyd conditions for
+    their own weight, checked with scipy quadrature on the GenNorm density: each level is the
+    |x|^M-weighted centroid of its cell, cells bounded by midpoints. Planted bug: the weight
+    |x|^M dropped from the centroid (the M = 2 levels then equal the M = 0 ones)."""
+    from scipy.integrate import quad
+
     params = {"beta": 0.8, "loc": 0.0, "scale": 1.0}
     m0 = lloyd_design("gennorm", params, 16, 0)
     m2 = lloyd_design("gennorm", params, 16, 2)
     assert m2.levels[-1] > m0.levels[-1]
     assert np.all(np.abs(m2.levels) > np.abs(m0.levels))
+    pdf = stats.gennorm(**params).pdf
+    for M, design in ((0, m0), (2, m2)):
+        levels = design.levels
+        edges = [-np.inf, *((levels[1:] + levels[:-1]) / 2), np.inf]
+        for k in range(8, 16):  # the positive half; the design is symmetric
+            a, b = edges[k], edges[k + 1]
+            num = quad(lambda t, M=M: abs(t) ** M * t * pdf(t), a, b, limit=200)[0]
+            den = quad(lambda t, M=M: abs(t) ** M * pdf(t), a, b, limit=200)[0]
+            assert levels[k] == pytest.approx(num / den, rel=1e-6), (M, k)
 
 
 @pytest.mark.parametrize("family, params", LAWS)
@@ -253,6 +269,7 @@ def test_level_quantizer_picks_nearest_level(xs):
     np.testing.assert_array_equal(t_val.numpy(), val)
 
 
+@pytest.mark.slow
 def test_quad_moments_option_gives_same_design():
     fast = lloyd_design("gennorm", {"beta": 0.8, "scale": 1.0}, 4, 2, tol=1e-10)
     slow = lloyd_design("gennorm", {"beta": 0.8, "scale": 1.0}, 4, 2, tol=1e-10, moments="quad")

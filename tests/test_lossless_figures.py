@@ -56,6 +56,7 @@ def legend_right_of_every_panel(fig) -> dict[str, tuple]:
     }
 
 
+@pytest.mark.slow
 def test_l3_legend_outside_and_family_colours(fits, captured) -> None:
     lplots.plot_metric_by_epoch(fits, metric="w2", ylabel="W2", title="L3", png_path="x.png")
     colours = legend_right_of_every_panel(captured[0])
@@ -64,6 +65,7 @@ def test_l3_legend_outside_and_family_colours(fits, captured) -> None:
         assert colours[label] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
 
 
+@pytest.mark.slow
 def test_l2_and_l4_legends_outside(fits, captured) -> None:
     rng = np.random.default_rng(0)
     samples = {p: rng.laplace(scale=1e-3, size=2000) for p in ("lower", "middle", "upper")}
@@ -74,6 +76,7 @@ def test_l2_and_l4_legends_outside(fits, captured) -> None:
     legend_right_of_every_panel(captured[1])
 
 
+@pytest.mark.slow
 def test_l5_codes_take_their_family_colour(captured) -> None:
     data = pd.DataFrame(
         [

@@ -76,6 +76,7 @@ def gaussian_curve():
     return distortion_rate_curve("norm", {"loc": 0.0, "scale": 2.0}, 0, rates=RATES, grid_size=400)
 
 
+@pytest.mark.slow
 def test_gaussian_curve_matches_shannon(gaussian_curve):
     df = gaussian_curve
     exact = 4.0 * 2.0 ** (-2.0 * df["rate_bits"])
@@ -89,6 +90,7 @@ def test_curve_is_monotone_decreasing(gaussian_curve):
     assert np.all(np.diff(gaussian_curve["distortion"]) < 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "family, params, M",
     [
@@ -149,6 +151,7 @@ def test_rates_and_slopes_are_exclusive():
 # ---- two-sided checks against the references above ----
 
 
+@pytest.mark.slow
 def test_gennorm_m0_curve_between_shannon_lower_bound_and_gaussian_bound():
     params = {"beta": 0.7, "loc": 0.0, "scale": 1.3}
     law = stats.gennorm(**params)
@@ -192,6 +195,7 @@ def check_between_reference_bounds(df, refs, tol):
         assert lower * (1 - tol) <= got <= upper * (1 + tol), (rate, lower, got, upper)
 
 
+@pytest.mark.slow
 def test_m2_normal_curve_against_plain_blahut_arimoto_and_high_rate_form():
     law = stats.norm()
     refs = [plain_blahut_arimoto(law, 2, s, 6.5, 601, 600) for s in (4.0, 64.0, 300.0)]
@@ -209,6 +213,7 @@ def test_m2_normal_curve_against_plain_blahut_arimoto_and_high_rate_form():
     assert 0.93 < ratio < 0.98
 
 
+@pytest.mark.slow
 def test_m1_gennorm_curve_against_plain_blahut_arimoto():
     params = {"beta": 1.5, "loc": 0.0, "scale": 1.0}
     refs = [plain_blahut_arimoto(stats.gennorm(**params), 1, s, 6.0, 401, 600) for s in (4, 64)]

@@ -20,7 +20,7 @@ def test_markdown_pairs_mean_and_sd() -> None:
     out = summarise(pd.DataFrame({"g": ["a", "a"], "x": [1.0, 3.0]}), by=("g",), metrics=("x",))
     md = to_markdown(out)
     assert md.splitlines()[0] == "| g | x | n |"
-    assert "2 ± 1.414" in md
+    assert "2 ± 1.41" in md  # 3 significant digits
 
 
 def test_coding_rate_table_adds_bits_within_run() -> None:

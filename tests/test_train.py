@@ -94,6 +94,7 @@ def test_diverging_loss_stops_naming_model_run_epoch_and_batch(tiny_cifar, tmp_p
         TrainSettings(model="mlp", seed=0, epochs=1, loss_reduction="max")
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_bytes(tiny_cifar, tmp_path: Path) -> None:
     _, a, _ = run(tiny_cifar, tmp_path / "a", model="cnn")
     _, b, _ = run(tiny_cifar, tmp_path / "b", model="cnn")
@@ -103,6 +104,7 @@ def test_same_seed_gives_identical_bytes(tiny_cifar, tmp_path: Path) -> None:
     assert a[0].read_bytes() != c[0].read_bytes()
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_is_bitwise_identical(
     tiny_cifar, tmp_path: Path, monkeypatch
 ) -> None:

@@ -1,5 +1,5 @@
-"""A user's own compressor class: config checks, and the README's example run through the
-workflow on the tiny config (the test runs the code the README shows)."""
+"""A user's own compressor class: config checks, and the example of ``docs/extending.md`` run
+through the workflow on the tiny config (the test runs the code that page shows)."""
 
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
 from gradcomp.compression import build_compressor, compressor_variants
 from gradcomp.config import ConfigError
 
-DOC = REPO / "README.md"
+DOC = REPO / "docs" / "extending.md"
 
 
 def doc_block(language: str) -> str:
-    """The first fenced ``language`` block of the README (its compressor example)."""
+    """The first fenced ``language`` block of ``docs/extending.md`` (its compressor example)."""
     return re.search(rf"```{language}\n(.*?)```", DOC.read_text(), re.S).group(1)
 
 
 @pytest.fixture
 def user_module(tmp_path: Path, monkeypatch) -> Path:
-    """The README's example as ``mycompressors.py`` (importable here), plus a broken class."""
+    """The documented example as ``mycompressors.py`` (importable here), plus a broken class."""
     code = doc_block("python")
     code += (
         "\n\nclass NoRate:\n    def compress(self, u): ...\n    def decompress(self, p, c): ...\n"

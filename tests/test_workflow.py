@@ -15,6 +15,26 @@ from gradcomp.lossless.dumps import read_dump
 pytestmark = pytest.mark.slow
 
 
+def assert_drawn_figure(png: Path) -> None:
+    """``png`` (and the PDF beside it) hold a drawn figure: at least 400 x 250 pixels, not
+    blank (over 2% of the pixels away from white) and with data in colour (over 0.1% of the
+    pixels saturated: every figure draws its data in colours, axes and text in greys).
+
+    Planted bugs that fail it: ``save_figure`` clearing the figure before saving (blank), or
+    a plotting function that draws axes and labels but no data (no coloured pixel).
+    """
+    import matplotlib.image
+
+    rgb = matplotlib.image.imread(png)[..., :3].astype(float)
+    height, width = rgb.shape[:2]
+    assert width >= 400 and height >= 250, (png.name, rgb.shape)
+    assert (rgb.min(axis=-1) < 0.9).mean() > 0.02, f"{png.name} is blank"
+    saturation = rgb.max(axis=-1) - rgb.min(axis=-1)
+    assert (saturation > 0.25).mean() > 0.001, f"{png.name} has no coloured data"
+    pdf = png.with_suffix(".pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and len(pdf) > 1000
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return run_snakemake(workdir, *args, check=check)
 
@@ -47,6 +67,21 @@ def test_train_rule_writes_dumps_and_logs(tiny_workdir: Path) -> None:
         assert "epoch 2/2" in progress and "images/s" in progress
 
 
+def test_heavy_rules_write_benchmarks(tiny_workdir: Path) -> None:
+    """Every heavy rule of the data and paper-L stages leaves Snakemake's benchmark row
+    (wall seconds, peak memory) under results/benchmarks/<rule>/<wildcards>.tsv."""
+    import pandas as pd
+
+    bench = tiny_workdir / "results/benchmarks"
+    paths = [bench / "prepare_cifar10/cifar10.tsv"]
+    for rule in ("train_lossless", "fit_lossless", "code_lossless"):
+        paths += [bench / f"{rule}/mlp/run{run}.tsv" for run in (0, 1)]
+    for path in paths:
+        row = pd.read_csv(path, sep="\t")
+        assert len(row) == 1 and {"s", "max_rss"} <= set(row.columns), path
+        assert (row["s"] >= 0).all()
+
+
 def test_fits_figures_and_t2(tiny_workdir: Path) -> None:
     import pandas as pd
 
@@ -62,8 +97,7 @@ def test_fits_figures_and_t2(tiny_workdir: Path) -> None:
     assert fits["loglik"].notna().all() and (fits["w2"] > 0).all()
     assert fits["p0"].between(0, 1).all() and fits["shape_at_bound"].dtype == bool
     for fig in ("L1", "L2", "L3", "L4", "L5"):
-        for ext in ("png", "pdf"):
-            assert (tiny_workdir / f"results/figures/{fig}_mlp.{ext}").stat().st_size > 1000
+        assert_drawn_figure(tiny_workdir / f"results/figures/{fig}_mlp.png")
     t2 = pd.read_csv(tiny_workdir / "results/tables/T2.tsv", sep="\t")
     assert set(t2["family"]) == {"norm", "laplace", "gennorm"} and (t2["n"] == 4).all()
     assert "±" in (tiny_workdir / "results/tables/T2.md").read_text()
@@ -119,7 +153,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert none["bits_fixed"].sum() > uplink["bits_fixed"].sum()
     assert (none["position_bits"] > 0).all()  # top-K + float32: positions are charged
     for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7"):
-        assert (tiny_workdir / f"results/figures/{fig}_mlp.png").stat().st_size > 1000
+        assert_drawn_figure(tiny_workdir / f"results/figures/{fig}_mlp.png")
     t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")
     assert len(t3) == 6 and t3["per_bit_acc_coded_mean"].notna().all()
     one_round = pd.read_csv(base / "one_round/seed0.tsv", sep="\t")

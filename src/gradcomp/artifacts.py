@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
@@ -49,16 +50,45 @@ def atomic_torch_save(obj, out: str | Path) -> None:
         torch.save(obj, tmp)
 
 
-def write_tsv(path: str | Path, rows: list[dict[str, object]], columns: tuple[str, ...]) -> None:
-    """Write ``rows`` as a tab-separated table (temporary file, then rename)."""
-    lines = ["\t".join(columns)] + ["\t".join(_fmt(row[c]) for c in columns) for row in rows]
+def write_tsv(
+    path: str | Path,
+    table: pd.DataFrame | Sequence[Mapping[str, object]],
+    columns: Sequence[str] | None = None,
+) -> None:
+    """Write ``table`` as a tab-separated file at full precision (temporary file, then rename).
+
+    The one way every TSV of the pipeline is written. ``table``: a DataFrame (``columns``
+    picks and orders its columns; default all) or rows as mappings (``columns`` required).
+    Cells: floats as their shortest round-trip decimal (``repr``), NaN as ``nan``, None as
+    an empty cell, booleans as ``True`` / ``False``; a text cell holding a tab or newline is
+    refused (it would break the table).
+    """
+    if isinstance(table, pd.DataFrame):
+        columns = list(table.columns) if columns is None else list(columns)
+        rows = table[columns].itertuples(index=False, name=None)
+    elif columns is None:
+        raise TypeError("write_tsv: rows given as mappings need the column names (columns=)")
+    else:
+        rows = ([row[c] for c in columns] for row in table)
+    lines = ["\t".join(map(str, columns))]
+    lines += ["\t".join(_cell(v, path) for v in row) for row in rows]
     write_text(path, "\n".join(lines) + "\n")
 
 
-def _fmt(value: object) -> str:
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else repr(value)
-    return str(value)
+def _cell(value: object, path: str | Path) -> str:
+    """One TSV cell at full precision (see :func:`write_tsv`)."""
+    if value is None:
+        return ""
+    if isinstance(value, (float, np.floating)):
+        return "nan" if math.isnan(value) else str(value)
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    text = str(value)
+    if "\t" in text or "\n" in text:
+        raise ValueError(f"{path}: a cell holds a tab or newline: {text!r}")
+    return text
 
 
 def read_tables(paths) -> pd.DataFrame:

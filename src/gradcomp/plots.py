@@ -5,7 +5,7 @@ figure (mean and sd band over repeated rows). Paper-specific drawings live in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
@@ -38,20 +39,37 @@ def set_theme() -> None:
     sns.set_theme(style="whitegrid", context="paper", font_scale=0.9)
 
 
-def legend_outside(where: plt.Figure | sns.FacetGrid, ax: plt.Axes | None = None) -> None:
-    """Put the legend outside the axes, right of the panels, where it covers no data.
+def legend_outside(
+    where: plt.Figure | sns.FacetGrid,
+    axes: plt.Axes | Iterable[plt.Axes] | None = None,
+    *,
+    ncol: int = 1,
+    fontsize: float | None = None,
+) -> None:
+    """One legend right of the panels, where it covers no data: the one definition of legend
+    placement for every figure of both papers.
 
-    ``where``: a seaborn grid (its legend is moved) or a figure (one legend is made from
-    the labelled artists of ``ax``; panel legends, if any, should be removed first).
-    :func:`save_figure` keeps it in the saved files (``bbox_inches="tight"``).
+    ``where``: a seaborn grid (its legend is moved there; ``axes`` unused) or a figure (one
+    legend made from the labelled artists of ``axes``, one Axes or several, each label once,
+    in order of first appearance; nothing when no artist has a label). Panel legends, if any,
+    should be removed first. :func:`save_figure` keeps it in the saved files
+    (``bbox_inches="tight"``).
     """
     place = {"loc": "center left", "bbox_to_anchor": (1.0, 0.5), "frameon": False}
+    if fontsize is not None:
+        place["fontsize"] = fontsize
     if isinstance(where, sns.FacetGrid):
         if where.legend is not None:
             sns.move_legend(where, **place)
         return
-    handles, labels = ax.get_legend_handles_labels()
-    where.legend(handles, labels, **place)
+    if axes is None:
+        raise TypeError("legend_outside: a figure needs the axes whose artists it labels")
+    handles: dict[str, object] = {}
+    for ax in [axes] if isinstance(axes, plt.Axes) else list(np.ravel(axes)):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if handles:
+        where.legend(list(handles.values()), list(handles), ncol=ncol, **place)
 
 
 def plot_lines(

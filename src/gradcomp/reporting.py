@@ -1,17 +1,19 @@
 """Reporting helpers shared by the figures and tables: summaries (mean and sd by group),
-Markdown rendering, table files and the data-source line of every figure."""
+Markdown rendering for reading (3 significant digits, shares in percent, intervals), the
+table files (TSV at full precision beside the Markdown) and the data-source line of every
+figure."""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from gradcomp.artifacts import write_text
+from gradcomp.artifacts import write_text, write_tsv
 
 
 def summarise(data: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
@@ -29,42 +31,38 @@ def summarise(data: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str]) 
     return out[ordered]
 
 
-def to_markdown(table: pd.DataFrame, *, digits: int = 4) -> str:
-    """Render ``table`` as a GitHub Markdown table.
+def to_markdown(table: pd.DataFrame, *, digits: int = 3, percent: Collection[str] = ()) -> str:
+    """Render ``table`` as a GitHub Markdown table for reading (the TSV keeps full precision).
 
-    Column groups become one cell: ``x_mean``/``x_sd`` as ``m ± s``, ``x_mean``/``x_lo``/
-    ``x_hi`` as ``m [lo, hi]``; booleans as ``yes`` or empty.
+    Column groups become one cell named ``x``: ``x_mean``/``x_lo``/``x_hi`` as ``m [lo, hi]``
+    (an interval), ``x_mean``/``x_sd`` as ``m ± s``. Floats get ``digits`` significant
+    digits; columns whose name (or group name) contains ``share`` or ``frac``, or is listed
+    in ``percent``, are fractions shown as percentages; booleans as ``yes`` / ``no``; NaN as
+    ``–``; integers and text unchanged.
     """
+    names = set(table.columns)
     columns: list[str] = []
     cells: dict[str, list[str]] = {}
-    grouped = set()
     for col in table.columns:
-        if not col.endswith("_mean"):
-            continue
-        name = col[: -len("_mean")]
-        if {f"{name}_lo", f"{name}_hi"} <= set(table.columns):
-            grouped |= {f"{name}_lo", f"{name}_hi"}
-        elif f"{name}_sd" in table.columns:
-            grouped.add(f"{name}_sd")
-    for col in table.columns:
-        if col in grouped:
-            continue
-        name = col[: -len("_mean")] if col.endswith("_mean") else col
-        if col.endswith("_mean") and f"{name}_lo" in grouped:
-            cells[name] = [
-                f"{_fmt(m, digits)} [{_fmt(lo, digits)}, {_fmt(hi, digits)}]"
-                for m, lo, hi in zip(
-                    table[col], table[f"{name}_lo"], table[f"{name}_hi"], strict=True
-                )
-            ]
-        elif col.endswith("_mean") and f"{name}_sd" in grouped:
-            cells[name] = [
-                f"{_fmt(m, digits)} ± {_fmt(s, digits)}"
-                for m, s in zip(table[col], table[f"{name}_sd"], strict=True)
-            ]
+        base = col[: -len("_mean")] if col.endswith("_mean") else None
+        if base is None and col.endswith(("_lo", "_hi", "_sd")):
+            if f"{col.rsplit('_', 1)[0]}_mean" in names:
+                continue  # shown in its group's cell
+        name = base if base is not None else col
+        pct = name in percent or "share" in name or "frac" in name
+
+        def fmt(value, pct=pct):
+            return _fmt(value, digits, percent=pct)
+
+        if base is not None and {f"{base}_lo", f"{base}_hi"} <= names:
+            triples = zip(table[col], table[f"{base}_lo"], table[f"{base}_hi"], strict=True)
+            cells[name] = [f"{fmt(m)} [{fmt(lo)}, {fmt(hi)}]" for m, lo, hi in triples]
+        elif base is not None and f"{base}_sd" in names:
+            pairs = zip(table[col], table[f"{base}_sd"], strict=True)
+            cells[name] = [f"{fmt(m)} ± {fmt(s)}" for m, s in pairs]
         else:
             name = col
-            cells[name] = [_fmt(v, digits) for v in table[col]]
+            cells[name] = [fmt(v) for v in table[col]]
         columns.append(name)
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for i in range(len(table)):
@@ -72,25 +70,31 @@ def to_markdown(table: pd.DataFrame, *, digits: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fmt(value, digits: int) -> str:
+def _fmt(value, digits: int, *, percent: bool = False) -> str:
+    """One Markdown cell: see :func:`to_markdown`."""
     if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else ""
-    if isinstance(value, float):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
         if math.isnan(value):
             return "–"
-        return f"{value:.{digits}g}"
+        return f"{100 * value:.{digits}g}%" if percent else f"{value:.{digits}g}"
+    if percent and isinstance(value, (int, np.integer)):
+        return f"{100 * value:.{digits}g}%"
     return str(value)
 
 
 def write_table(
-    table: pd.DataFrame, tsv_path: str | Path, md_path: str | Path, *, title: str
+    table: pd.DataFrame,
+    tsv_path: str | Path,
+    md_path: str | Path,
+    *,
+    title: str,
+    percent: Collection[str] = (),
 ) -> None:
-    """Write ``table`` as TSV and Markdown (temporary files renamed into place)."""
-    for path, text in (
-        (Path(tsv_path), table.to_csv(sep="\t", index=False)),
-        (Path(md_path), f"# {title}\n\n" + to_markdown(table)),
-    ):
-        write_text(path, text)
+    """Write ``table`` as TSV at full precision (:func:`gradcomp.artifacts.write_tsv`) and as
+    Markdown for reading (:func:`to_markdown`; ``percent`` as there) under ``# title``."""
+    write_tsv(tsv_path, table)
+    write_text(md_path, f"# {title}\n\n" + to_markdown(table, percent=percent))
 
 
 def data_source_label(summary_json: str | Path) -> str:

@@ -11,6 +11,8 @@ rule prepare_cifar10:
         download_root="results/data/download",
     log:
         "results/logs/data/prepare_cifar10.log",
+    benchmark:
+        "results/benchmarks/prepare_cifar10/cifar10.tsv"
     threads: 2
     resources:
         mem_mb=4000,

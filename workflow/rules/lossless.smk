@@ -1,6 +1,18 @@
 # Paper L: training with per-epoch gradient dumps, fits, lossless coding, figures L1-L5,
 # tables T1-T2. Each rule runs the script of the same name, which makes one library call.
 
+# Cheap rules that only derive figures and tables from cached artifacts: run in the main
+# Snakemake process, never queued on a cluster.
+localrules:
+    tensor_positions,
+    figure_L1,
+    figure_L2,
+    figure_L3,
+    figure_L4,
+    figure_L5,
+    table_T1,
+    table_T2,
+
 
 rule train_lossless:
     input:
@@ -14,6 +26,8 @@ rule train_lossless:
         state_dir=lambda wc: f"{run_dir(wc.model, wc.run)}/state",
     log:
         "results/logs/lossless/{model}/run{run}/train.log",
+    benchmark:
+        "results/benchmarks/train_lossless/{model}/run{run}.tsv"
     threads: LOSSLESS["threads"]
     resources:
         mem_mb=rule_resource("train_lossless", "mem_mb"),
@@ -39,6 +53,8 @@ rule fit_lossless:
         zero_atom=LOSSLESS["fit"]["zero_atom"],
     log:
         "results/logs/lossless/{model}/run{run}/fit.log",
+    benchmark:
+        "results/benchmarks/fit_lossless/{model}/run{run}.tsv"
     threads: 1
     resources:
         mem_mb=rule_resource("fit_lossless", "mem_mb"),
@@ -60,6 +76,8 @@ rule code_lossless:
         coding=LOSSLESS["coding"],
     log:
         "results/logs/lossless/{model}/run{run}/code.log",
+    benchmark:
+        "results/benchmarks/code_lossless/{model}/run{run}.tsv"
     threads: 1
     resources:
         mem_mb=rule_resource("code_lossless", "mem_mb"),

@@ -41,6 +41,7 @@ from gradcomp.compression.value_quantizers import (
     level_bits,
     level_values,
 )
+from gradcomp.distributions.fitting import FAMILIES as LLOYD_FAMILIES
 from gradcomp.quantization.lloyd import SymmetricLaw, lloyd_design
 from gradcomp.quantization.released_lloyd import released_design, released_labels
 
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer"]
 
-LLOYD_FAMILIES = ("gennorm", "norm", "dweibull", "laplace")
 FIT_TO = ("update", "survivors")
 
 

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from gradcomp.artifacts import write_text
+from gradcomp.artifacts import write_tsv
 from gradcomp.coding import (
     HuffmanCode,
     ans_bits,
@@ -256,5 +256,5 @@ def code_lossless(
     """The ``code_lossless`` stage: :func:`code_run` on one run's dumps and fit table, written
     to ``out_tsv`` (TSV, atomically). ``kwargs`` are :func:`code_run`'s keywords."""
     table = code_run(dump_paths, pd.read_csv(fits_tsv, sep="\t"), **kwargs)
-    write_text(out_tsv, table.to_csv(sep="\t", index=False))
+    write_tsv(out_tsv, table)
     return table

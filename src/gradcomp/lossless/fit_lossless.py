@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradcomp.artifacts import write_text
+from gradcomp.artifacts import write_tsv
 from gradcomp.distributions import (
     TAIL_LEVELS,
     FittedDistribution,
@@ -139,5 +139,5 @@ def fit_lossless(dump_paths: Sequence[Path], out_tsv: Path, **kwargs) -> pd.Data
     """The ``fit_lossless`` stage: :func:`fit_run` on one run's dumps, written to ``out_tsv``
     (TSV, atomically). ``kwargs`` are :func:`fit_run`'s keywords."""
     table = fit_run(dump_paths, **kwargs)
-    write_text(out_tsv, table.to_csv(sep="\t", index=False))
+    write_tsv(out_tsv, table)
     return table

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradcomp.artifacts import read_tables, write_text
+from gradcomp.artifacts import read_tables, write_tsv
 from gradcomp.lossless.dumps import GradientDump, read_dump
 
 __all__ = ["POSITIONS", "positions_table", "read_with_positions", "tensor_positions"]
@@ -62,7 +62,7 @@ def positions_table(
     table = pd.DataFrame(
         {"model": model, "position": list(chosen), "tensor": list(chosen.values())}
     )
-    write_text(out_tsv, table.to_csv(sep="\t", index=False))
+    write_tsv(out_tsv, table)
     return table
 
 

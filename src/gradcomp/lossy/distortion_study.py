@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 from threadpoolctl import threadpool_limits
 
-from gradcomp.artifacts import write_text
+from gradcomp.artifacts import write_tsv
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LloydQuantizer
@@ -137,5 +137,5 @@ def distortion_study(
     """Y5's table for ``tensor`` of a run's update snapshot, written to ``out_tsv``."""
     kept, full = kept_entries(snapshot, tensor)
     table = distortion_table(kept, full, rates=rates, Ms=Ms, slip=slip)
-    write_text(out_tsv, table.to_csv(sep="\t", index=False))
+    write_tsv(out_tsv, table)
     return table

@@ -49,7 +49,7 @@ def _panels(n: int, *, width: float = 3.6, height: float = 3.0):
 
 def _finish(fig: plt.Figure, axes, title: str, png: str | Path) -> None:
     """One legend right of ``axes``, the title, and the PNG + PDF files."""
-    legend_outside(fig, axes)
+    legend_outside(fig, axes, fontsize=7)
     fig.suptitle(title, fontsize=9)
     plots.save_figure(fig, png)
 

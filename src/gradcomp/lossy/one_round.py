@@ -147,7 +147,7 @@ def one_round_run(
     """
     from pathlib import Path
 
-    from gradcomp.artifacts import write_text
+    from gradcomp.artifacts import write_tsv
     from gradcomp.data import load_cifar10
     from gradcomp.lossy.uplink import compressor_factory
     from gradcomp.lossy.warm_start import load_warm_start
@@ -164,5 +164,5 @@ def one_round_run(
         reference=reference,
         initial_state=load_warm_start(warm_start) if warm_start else None,
     )
-    write_text(out_tsv, table.to_csv(sep="\t", index=False))
+    write_tsv(out_tsv, table)
     return table

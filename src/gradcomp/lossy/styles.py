@@ -1,6 +1,7 @@
 """How a compressor variant looks in every paper-Y figure: one colour per compressor (config
 entry), graded from light to dark over its M values, one marker and line style per rate R;
-the uncompressed references in greys. Legends go outside the axes (:func:`legend_outside`).
+the uncompressed references in greys. Legends go outside the axes
+(:func:`gradcomp.plots.legend_outside`, re-exported here).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import matplotlib.colors as mcolors
-import matplotlib.pyplot as plt
 import pandas as pd
+
+from gradcomp.plots import legend_outside  # one placement for both papers' figures
 
 __all__ = ["REFERENCE", "Style", "is_reference", "legend_outside", "variant_styles"]
 
@@ -86,16 +88,3 @@ def variant_styles(
             label,
         )
     return styles
-
-
-def legend_outside(fig: plt.Figure, axes, *, ncol: int = 1) -> None:
-    """One legend for the whole figure, right of the axes, without duplicate labels."""
-    handles: dict[str, object] = {}
-    for ax in list(axes):
-        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, h)
-    if handles:
-        fig.legend(
-            list(handles.values()), list(handles), loc="center left",
-            bbox_to_anchor=(1.0, 0.5), fontsize=7, ncol=ncol, frameon=False,
-        )  # fmt: skip

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from gradcomp.distributions.fitting import FAMILIES
 from gradcomp.quantization.lloyd_newton import newton_levels
 from gradcomp.quantization.tail_gamma import log_gammaincc, tail_quantile
 
@@ -67,8 +68,6 @@ __all__ = [
     "uniform_minmax_levels",
     "FAMILIES",
 ]
-
-FAMILIES = ("norm", "laplace", "gennorm", "dweibull")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,110 @@
+"""How paper-Y variants look (``lossy.styles``) and the one legend placement
+(``plots.legend_outside``), against the rules their docstrings state, worked out by hand."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from gradcomp.lossy import styles  # noqa: E402
+from gradcomp.plots import legend_outside  # noqa: E402
+
+QUANTIZERS = {"none": "none", "float16": "float16", "uniform": "uniform", "gennorm": "lloyd"}
+
+
+@pytest.fixture
+def variants() -> pd.DataFrame:
+    rows = [("none", 32, 0), ("float16", 16, 0)]
+    rows += [("uniform", r, 0) for r in (2, 4)]
+    rows += [("gennorm", r, m) for r in (2, 4) for m in (0, 2)]
+    return pd.DataFrame(rows, columns=["compressor", "rate", "M"])
+
+
+def light(hex_color: str, mix: float) -> str:
+    """``hex_color`` moved ``mix`` of the way to white, in integer channel arithmetic."""
+    rgb = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(255 * (c + (1 - c) * mix)):02x}" for c in rgb)
+
+
+def test_references_are_grey_unmarked_and_named(variants) -> None:
+    """Planted bug: float16 drawn in a palette colour (is_reference forgetting float16)."""
+    s = styles.variant_styles(variants, QUANTIZERS)
+    assert s[("none", 32, 0)] == styles.Style("#000000", "", "-", "none")
+    assert s[("float16", 16, 0)] == styles.Style("#555555", "", "-", "float16")
+    assert styles.is_reference("float16") and not styles.is_reference("uniform")
+
+
+def test_one_colour_per_compressor_shaded_by_M(variants) -> None:
+    """Colours follow config order among the non-references (uniform first, gennorm second);
+    over M the shade goes from light (smallest M: 60% towards white) to the full colour
+    (planted bug: the shades reversed, or the colour indexed by rate)."""
+    s = styles.variant_styles(variants, QUANTIZERS)
+    blue, red = "#1f77b4", "#d62728"  # matplotlib's first two tab10 colours
+    assert {s[("uniform", r, 0)].color for r in (2, 4)} == {blue}  # one M: the full colour
+    for r in (2, 4):
+        assert s[("gennorm", r, 2)].color == red
+        assert s[("gennorm", r, 0)].color == light(red, 0.6)
+
+
+def test_marker_and_line_per_rate_and_labels(variants) -> None:
+    """Every compressor draws rate 2 with circles and solid lines, rate 4 with squares and
+    dashes; labels name R, and M where a compressor has several M or is a Lloyd quantizer
+    (planted bug: the rate index counted per compressor, or M left out of Lloyd labels)."""
+    s = styles.variant_styles(variants, QUANTIZERS)
+    for name, M in (("uniform", 0), ("gennorm", 0), ("gennorm", 2)):
+        assert (s[(name, 2, M)].marker, s[(name, 2, M)].linestyle) == ("o", "-")
+        assert (s[(name, 4, M)].marker, s[(name, 4, M)].linestyle) == ("s", "--")
+    assert s[("uniform", 4, 0)].label == "uniform R4"
+    assert s[("gennorm", 2, 2)].label == "gennorm R2 M2"
+    labels = [st.label for st in s.values()]
+    assert len(labels) == len(set(labels)) == len(variants)
+    kw = s[("gennorm", 4, 0)].line()
+    assert kw["ls"] == "--" and kw["marker"] == "s" and kw["label"] == "gennorm R4 M0"
+
+
+def test_legend_outside_one_deduplicated_legend_right_of_the_axes() -> None:
+    """Planted bug: a label repeated once per panel, or the legend placed over the data."""
+    fig, axes = plt.subplots(1, 2)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a")
+        ax.plot([0, 1], [1, 0], label="b")
+    axes[1].plot([0, 1], [0.5, 0.5], label="c")
+    legend_outside(fig, axes, fontsize=7)
+    assert len(fig.legends) == 1
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b", "c"]
+    assert {t.get_fontsize() for t in legend.get_texts()} == {7}
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    right = max(ax.get_window_extent(renderer).x1 for ax in axes)
+    assert legend.get_window_extent(renderer).x0 >= right
+    plt.close(fig)
+
+
+def test_legend_outside_single_axes_none_and_grid() -> None:
+    """One Axes works as well as several; no labelled artist -> no legend; a seaborn grid's
+    legend is moved right of the panels; a figure without axes is refused."""
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    legend_outside(fig, ax)
+    assert fig.legends == []
+    ax.plot([0, 1], [1, 0], label="x")
+    legend_outside(fig, ax)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["x"]
+    with pytest.raises(TypeError, match="axes"):
+        legend_outside(fig)
+    plt.close(fig)
+    data = pd.DataFrame({"x": [0, 1, 0, 1], "y": [0, 1, 1, 0], "g": ["p", "p", "q", "q"]})
+    grid = sns.relplot(data=data, x="x", y="y", hue="g", kind="line")
+    legend_outside(grid)
+    grid.figure.canvas.draw()
+    renderer = grid.figure.canvas.get_renderer()
+    right = max(ax.get_window_extent(renderer).x1 for ax in grid.axes.flat)
+    assert grid.legend.get_window_extent(renderer).x0 >= right
+    plt.close(grid.figure)
