@@ -76,7 +76,7 @@ class ContextEntropy(Bound):
 
     def bits(self, x: TensorSymbols) -> float:
         m = x.magnitudes
-        states = sign_states(x.symbols, m, x.grid)
+        states = sign_states(x.symbols, x.grid)
         nonzero = states > 0
         sign_ctx = lane_contexts(states, sign_class)
         return conditional_entropy_bits(m, lane_contexts(m)) + conditional_entropy_bits(

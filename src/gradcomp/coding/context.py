@@ -45,19 +45,24 @@ PRIOR, FLOOR, MIN_BLOCK = 64.0, 1e-3, 16
 def magnitude_class(mags: np.ndarray) -> np.ndarray:
     """Context class (uint8, >= 1) of magnitude symbols: 1 for zero, then one class per
     :data:`CLASS_WIDTH` magnitude indices (capped at 255)."""
-    m = np.asarray(mags, dtype=np.int64)
+    m = np.asarray(mags).astype(np.int16)
     return np.minimum(1 + (m + CLASS_WIDTH - 1) // CLASS_WIDTH, 255).astype(np.uint8)
 
 
-def lanes(shape: tuple[int, int]) -> tuple[np.ndarray, int]:
-    """``(index, n_lanes)``: ``index`` int64 (LANE, n_lanes) holds, for each step and lane,
-    the flat C-order position in the (rows, cols) tensor, -1 past a row's end."""
+def to_lanes(a: np.ndarray, fill: Any = 0) -> np.ndarray:
+    """(rows, cols) -> (LANE, n_lanes), lane-major: row r's entries ``[k LANE, (k+1) LANE)``
+    are lane ``r * ceil(cols / LANE) + k``; ``fill`` past a row's end."""
+    rows, cols = a.shape
+    seg = -(-cols // LANE)
+    padded = np.full((rows, seg * LANE), fill, dtype=a.dtype)
+    padded[:, :cols] = a
+    return np.ascontiguousarray(padded.reshape(rows * seg, LANE).T)
+
+
+def from_lanes(lanes_: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Inverse of :func:`to_lanes`."""
     rows, cols = shape
-    seg = -(-cols // LANE) if cols else 0
-    pos = np.full((rows, seg * LANE), -1, dtype=np.int64)
-    pos[:, :cols] = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
-    index = pos.reshape(rows * seg, LANE).T.copy()
-    return index, rows * seg
+    return lanes_.T.reshape(rows, -1)[:, :cols]
 
 
 def lane_contexts(values: np.ndarray, classes=None) -> np.ndarray:
@@ -77,6 +82,7 @@ class _Model:
 
     def __init__(self, n_symbols: int) -> None:
         self.counts = np.zeros((256, n_symbols), dtype=np.float64)
+        self.seen = np.zeros(256, dtype=np.int64)
         self.pooled = np.zeros(n_symbols, dtype=np.float64)
 
     def blocks(self, c: int, n: int) -> Iterator[tuple[int, int, Any]]:
@@ -84,8 +90,7 @@ class _Model:
         :meth:`update` s after each block."""
         pos = 0
         while pos < n:
-            seen = self.counts[c].sum()
-            stop = min(n, pos + max(MIN_BLOCK, int(seen)))
+            stop = min(n, pos + max(MIN_BLOCK, int(self.seen[c])))
             total = self.pooled.sum()
             prior = self.pooled / total if total else 1.0 / self.pooled.size
             yield pos, stop, categorical_model(self.counts[c] + PRIOR * prior + FLOOR)
@@ -94,77 +99,88 @@ class _Model:
     def update(self, c: int, symbols: np.ndarray) -> None:
         add = np.bincount(symbols, minlength=self.pooled.size)
         self.counts[c] += add
+        self.seen[c] += symbols.size
         self.pooled += add
 
 
-def encode_lanes(values: np.ndarray, coded: np.ndarray, n_symbols: int, classes) -> np.ndarray:
-    """ANS words (uint32) of ``values[coded]`` (int (rows, cols) in ``[0, n_symbols)``),
-    each coded in its context ``classes(previous entry of the row)`` (START at a lane's
-    start); entries outside ``coded`` are known to the decoder and not coded."""
-    index, _ = lanes(values.shape)
-    flat, ok_flat = values.ravel(), coded.ravel()
-    ctx_flat = lane_contexts(values, classes).ravel()
+def _groups(ctx: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """Stable order of one step's contexts and ``(context, start, stop)`` of each group."""
+    order = np.argsort(ctx, kind="stable")  # radix sort on uint8
+    counts = np.bincount(ctx, minlength=256)
+    present = np.flatnonzero(counts)
+    ends = np.cumsum(counts)[present]
+    starts = ends - counts[present]
+    return order, list(zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True))
+
+
+def encode_lanes(values: np.ndarray, coded, n_symbols: int, classes) -> np.ndarray:
+    """ANS words (uint32) of the entries of ``values`` (ints (rows, cols) below ``n_symbols``
+    <= 255) where ``coded(values)`` (None: all) holds, each coded in its context
+    ``classes(previous entry of the row)``, START at a lane's start; the other entries are
+    known to the decoder and not coded."""
+    if not values.size:
+        return np.zeros(0, dtype=np.uint32)
+    v = to_lanes(values.astype(np.uint8), fill=255)
+    ok = (v != 255) if coded is None else (v != 255) & coded(v)
+    ctx = np.empty_like(v)
+    ctx[0] = START
+    ctx[1:] = classes(v[:-1])  # padding only ever follows a row's last entry
     model = _Model(n_symbols)
     plan = []  # (symbols, model) in decode order
     for t in range(LANE):
-        valid = index[t][index[t] >= 0]
-        valid = valid[ok_flat[valid]]
-        if valid.size == 0:
+        sym, c_t = v[t][ok[t]], ctx[t][ok[t]]
+        if not sym.size:
             continue
-        ctx = ctx_flat[valid]
-        order = np.argsort(ctx, kind="stable")
-        sym, ctx = flat[valid][order], ctx[order]
-        present = np.flatnonzero(np.bincount(ctx, minlength=256))
-        starts = np.searchsorted(ctx, present, side="left")
-        ends = np.append(starts[1:], ctx.size)
-        for c, lo, hi in zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True):
-            group = sym[lo:hi]
-            for a, b, m in model.blocks(c, group.size):
-                plan.append((group[a:b].astype(np.int32), m))
-                model.update(c, group[a:b])
+        order, groups = _groups(c_t)
+        sym = sym[order].astype(np.int32)
+        for c, lo, hi in groups:
+            for a, b, m in model.blocks(c, hi - lo):
+                block = sym[lo + a : lo + b]
+                plan.append((block, m))
+                model.update(c, block)
     coder = constriction.stream.stack.AnsCoder()
     for symbols, m in reversed(plan):
         coder.encode_reverse(symbols, m)
     return np.asarray(coder.get_compressed(), dtype=np.uint32)
 
 
-def decode_lanes(words: np.ndarray, coded: np.ndarray, n_symbols: int, classes) -> np.ndarray:
-    """Inverse of :func:`encode_lanes`: int64 values of ``coded.shape``, 0 where not coded."""
-    rows, cols = coded.shape
+def decode_lanes(
+    words: np.ndarray, coded: np.ndarray | None, shape: tuple[int, int], n_symbols: int, classes
+) -> np.ndarray:
+    """Inverse of :func:`encode_lanes`: uint8 values of ``shape``, 0 where not coded."""
+    if not shape[0] * shape[1]:
+        return np.zeros(shape, dtype=np.uint8)
     decoder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
-    index, n_lanes = lanes((rows, cols))
-    flat, ok_flat = np.zeros(rows * cols, dtype=np.int64), coded.ravel()
+    ok = to_lanes(np.ones(shape, bool) if coded is None else coded, fill=False)
+    v = np.zeros(ok.shape, dtype=np.uint8)
     model = _Model(n_symbols)
-    prev = np.zeros(n_lanes, dtype=np.int64)
     for t in range(LANE):
-        pos = index[t]
-        ok = pos >= 0
-        ok[ok] = ok_flat[pos[ok]]
-        ctx = np.full(n_lanes, START, dtype=np.uint8) if t == 0 else classes(prev)
-        ctx = ctx[ok]
-        order = np.argsort(ctx, kind="stable")
-        out = np.empty(ctx.size, dtype=np.int64)
-        counts = np.bincount(ctx, minlength=256)
-        lo = 0
-        for c in np.flatnonzero(counts).tolist():
-            n = int(counts[c])
-            for a, b, m in model.blocks(c, n):
-                got = np.asarray(decoder.decode(m, b - a), dtype=np.int64)
+        c_t = np.full(ok.shape[1], START, np.uint8) if t == 0 else classes(v[t - 1])
+        where = np.flatnonzero(ok[t])
+        if not where.size:
+            continue
+        order, groups = _groups(c_t[where])
+        out = np.empty(where.size, dtype=np.uint8)
+        for c, lo, hi in groups:
+            for a, b, m in model.blocks(c, hi - lo):
+                got = np.asarray(decoder.decode(m, b - a), dtype=np.int32)
                 out[lo + a : lo + b] = got
                 model.update(c, got)
-            lo += n
-        column = np.zeros(n_lanes, dtype=np.int64)
-        column[np.flatnonzero(ok)[order]] = out
-        flat[pos[ok]] = column[ok]
-        prev = column
-    return flat.reshape(rows, cols)
+        v[t, where[order]] = out
+    return from_lanes(v, shape)
 
 
-def sign_states(symbols_signs: np.ndarray, mags: np.ndarray, grid: GridQuantizer) -> np.ndarray:
-    """Sign state of every entry, int64 (rows, cols): 0 on the zero level, 1 positive,
-    2 negative."""
-    negative = grid.levels[symbols_signs] < 0
-    return np.where(grid.magnitude_levels[mags] == 0, 0, 1 + negative)
+def _tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray]:
+    """Per signed symbol: its magnitude (uint8) and sign state (uint8: 0 zero, 1 +, 2 -)."""
+    mags, _ = grid.signed_to_magnitude(np.arange(grid.n_levels))
+    state = np.where(grid.magnitude_levels[mags] == 0, 0, 1 + (grid.levels < 0))
+    return mags.astype(np.uint8), state.astype(np.uint8)
+
+
+def sign_states(symbols: np.ndarray, grid: GridQuantizer) -> np.ndarray:
+    """Sign state of every entry, uint8 of the symbols' shape: 0 on the zero level,
+    1 positive, 2 negative."""
+    return _tables(grid)[1][symbols]
 
 
 def sign_class(states: np.ndarray) -> np.ndarray:
@@ -180,17 +196,21 @@ class ContextCoder(Coder):
     in_figure = True
 
     def encode(self, x: TensorSymbols) -> Bitstream:
-        mags = x.magnitudes
-        states = sign_states(x.symbols, mags, x.grid)
-        everything = np.ones(mags.shape, dtype=bool)
-        mag_words = encode_lanes(mags, everything, x.grid.n_magnitudes, magnitude_class)
-        sign_words = encode_lanes(states, states > 0, 3, sign_class)
+        if x.grid.n_magnitudes > 255:
+            raise ValueError(f"{self.name} codes at most 255 magnitudes")
+        mag_of, state_of = _tables(x.grid)
+        mags, states = mag_of[x.symbols], state_of[x.symbols]
+        mag_words = encode_lanes(mags, None, x.grid.n_magnitudes, magnitude_class)
+        sign_words = encode_lanes(states, lambda v: v > 0, 3, sign_class)
         return Bitstream(side=(), payload=(mag_words, sign_words), shape=x.shape)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
         mag_words, sign_words = stream.payload
-        everything = np.ones(stream.shape, dtype=bool)
-        mags = decode_lanes(mag_words, everything, grid.n_magnitudes, magnitude_class)
-        nonzero = grid.magnitude_levels[mags] != 0
-        states = decode_lanes(sign_words, nonzero, 3, sign_class)
-        return grid.magnitude_to_signed(mags, states[nonzero] == 2)
+        mags = decode_lanes(mag_words, None, stream.shape, grid.n_magnitudes, magnitude_class)
+        nonzero = (grid.magnitude_levels != 0)[mags]
+        states = decode_lanes(sign_words, nonzero, stream.shape, 3, sign_class)
+        # signed symbol of (magnitude, state): a table over the K x 3 pairs
+        mag_of, state_of = _tables(grid)
+        table = np.zeros((grid.n_magnitudes, 3), dtype=np.int64)
+        table[mag_of, state_of] = np.arange(grid.n_levels)
+        return table[mags, states]
