@@ -9,8 +9,9 @@ symbols, alphabet 247).  The Huffman code is designed from the model pmf of the 
 Then the coders that model dependence on ``--n`` symbols of a per-channel source (rows of
 4000 GenNorm(0.8) entries, each row its own scale 2**uniform(-14, -8), the sign kept from
 one entry to the next with probability 0.8): the adaptive context coder's and the
-per-channel GenNorm coder's encode and decode speed against the i.i.d. ANS in the same run (targets for the context coder: encode >= 20 M
-symbols/s, decode >= 10 M symbols/s), and their rates beside the i.i.d. entropy and lzma.
+per-channel GenNorm coder's encode and decode speed against the i.i.d. ANS in the same run
+(targets for the context coder: encode >= 20 M symbols/s, decode >= 10 M symbols/s), and
+their rates beside the i.i.d. entropy and lzma.
 
 Reports symbols/s for gradcomp's Huffman encode and decode (best of ``--repeat``) against
 the pure-Python ``dahuffman`` package on ``--dahuffman-n`` symbols, bytes/s for LZ78 on the
