@@ -77,7 +77,8 @@ def test_rates_are_ordered_and_consistent(gradient) -> None:
     for family in fits:
         assert rows[f"huffman_{family}"]["payload_bits"] >= entropy
         assert rows[f"xent_{family}"]["payload_bits"] >= entropy - 1e-6
-        assert rows[f"huffman_{family}"]["side_bits"] == 32 * len(fits[family].params)
+        # float32 parameters and a flag bit saying whether p0 follows
+        assert rows[f"huffman_{family}"]["side_bits"] == 32 * len(fits[family].params) + 1
     # GenNorm data: the GenNorm-designed code beats the Norm-designed one
     assert rows["huffman_gennorm"]["payload_bits"] < rows["huffman_norm"]["payload_bits"]
     assert rows["ans_gennorm"]["payload_bits"] <= rows["huffman_gennorm"]["payload_bits"] + 64
@@ -121,7 +122,8 @@ def test_huffman_gennorm_with_zero_atom_is_near_the_empirical_huffman(p0) -> Non
     empirical = huffman_total_bits(counts) + np.count_nonzero(q)  # magnitudes + sign bits
     model = rows["huffman_gennorm"]["payload_bits"]
     assert empirical <= model <= 1.01 * empirical
-    assert rows["huffman_gennorm"]["side_bits"] == 32 * (3 + (p0 > 0))  # beta, loc, scale, p0
+    # beta, loc, scale, the p0 flag bit, p0
+    assert rows["huffman_gennorm"]["side_bits"] == 32 * (3 + (p0 > 0)) + 1
 
 
 def test_model_pmf_puts_p0_on_the_zero_bin() -> None:

@@ -13,6 +13,17 @@ localrules:
     table_T1,
     table_T2,
 
+from gradcomp.coding.registry import coder_specs
+from gradcomp.config import ConfigError
+
+# The coders of coding.tsv, T1 and L5, checked here before any job (a user's class is
+# imported now): the error names the key, lossless.coding.coders.<i>.
+try:
+    CODERS = coder_specs(LOSSLESS["coding"])
+except ValueError as exc:
+    raise ConfigError(str(exc)) from None
+L5_CODERS = [{"name": c.name, "color": c.color} for c in CODERS if c.figure]
+
 
 rule train_lossless:
     input:
@@ -206,6 +217,8 @@ rule figure_L5:
     output:
         png=report("results/figures/L5_{model}.png", caption="../report/L5.rst", category="Paper L", subcategory="{model}"),
         pdf="results/figures/L5_{model}.pdf",
+    params:
+        coders=L5_CODERS,
     log:
         "results/logs/figures/L5_{model}.log",
     threads: 1

@@ -1,5 +1,6 @@
 """Snakemake script: code every fitted tensor of one run with every coder -> coding.tsv."""
 
+from gradcomp.coding.registry import coder_specs
 from gradcomp.logutil import log_to_file
 from gradcomp.lossless.code_lossless import code_lossless
 
@@ -18,4 +19,6 @@ code_lossless(
     accountings=coding["accountings"],
     scalings=coding["scalings"],
     general_purpose=coding["general_purpose"],
+    coders=coder_specs(coding),
+    verify=coding["verify"],
 )

@@ -11,5 +11,6 @@ figure_l5(
     sm.input.positions,
     sm.output.png,
     model=sm.wildcards.model,
+    coders={c["name"]: c["color"] for c in sm.params.coders},
     source=data_source_label(sm.input.summary),
 )

@@ -11,10 +11,11 @@ import numpy as np
 from gradcomp.coding.huffman import CorruptStreamError, symbols_array
 from gradcomp.coding.pmf import normalised
 
-__all__ = ["ans_bits", "ans_decode", "ans_encode"]
+__all__ = ["ans_bits", "ans_decode", "ans_encode", "categorical_model"]
 
 
-def _categorical(pmf: Any) -> Any:
+def categorical_model(pmf: Any) -> Any:
+    """constriction's categorical model of a pmf (normalised first), every symbol codable."""
     p = normalised(pmf, "pmf")
     # constriction gives every symbol at least its smallest representable probability, so
     # symbols with pmf 0 remain codable (at a high cost).
@@ -29,7 +30,7 @@ def ans_encode(symbols: Any, pmf: Any) -> np.ndarray:
         raise ValueError("symbols outside the alphabet of the pmf")
     coder = constriction.stream.stack.AnsCoder()
     if s.size and np.asarray(pmf).size > 1:  # a one-symbol alphabet needs no bits
-        coder.encode_reverse(s.astype(np.int32), _categorical(pmf))
+        coder.encode_reverse(s.astype(np.int32), categorical_model(pmf))
     return np.asarray(coder.get_compressed(), dtype=np.uint32)
 
 
@@ -39,7 +40,7 @@ def ans_decode(words: Any, n: int, pmf: Any) -> np.ndarray:
         return np.zeros(n, dtype=np.int64)
     coder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
     try:
-        out = coder.decode(_categorical(pmf), n)
+        out = coder.decode(categorical_model(pmf), n)
     except Exception as exc:  # constriction raises its own error types
         raise CorruptStreamError(f"ANS decode failed: {exc}") from None
     return np.asarray(out, dtype=np.int64)

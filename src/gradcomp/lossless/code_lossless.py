@@ -1,25 +1,13 @@
 """Paper L's lossless-coding study: bits per entry of every coder on every dumped tensor.
 
-For one tensor the entries are quantized on a fixed grid (FP8 E5M2 by
-default, the raw gradient values as paper L does) and coded by
-
-- ``huffman_<family>``: a Huffman code designed from the *fitted model's*
-  magnitude-bin probabilities (differences of the fitted cdf at the bin
-  edges; the fitted share of exact zeros ``p0`` sits in the zero bin),
-  charged on the data's actual magnitudes, plus one sign bit per
-  non-zero entry; side information: the model parameters and ``p0`` when
-  positive (32 bits each), from which the decoder rebuilds the same code;
-- ``huffman_empirical``: Huffman designed on the data's own magnitude pmf;
-  side information: the code table;
-- ``entropy``: the ideal code length of the empirical magnitude pmf plus the
-  sign bits (no side information): the floor for any i.i.d. magnitude coder;
-- ``xent_<family>``: the ideal code length with the model pmf (cross-entropy),
-  what an ideal arithmetic coder driven by the model would spend;
-- ``ans_gennorm``: a real ANS bitstream (constriction) driven by the GenNorm
-  model, the practical entropy-coder reference;
-- ``lz78`` and ``zlib`` / ``bz2`` / ``lzma`` / ``zstd``: the 8-bit FP8 byte
-  string of the entries, as paper L's baseline and a practitioner's first try;
-- ``fp8``: the byte string itself (8 bits per entry).
+For one tensor the entries are quantized on a fixed grid (FP8 E5M2 by default, the raw
+gradient values as paper L does) and coded by every coder and bound of
+``lossless.coding.coders`` (:mod:`gradcomp.coding.registry`: the i.i.d. model codes
+``huffman_<family>`` and ``ans_gennorm``, ``huffman_empirical``, the per-channel GenNorm
+and adaptive context coders, the FP8 bytes and general-purpose compressors on them, and the
+ideal code lengths ``entropy``, ``xent_<family>``, ``entropy_channel``, ``entropy_context``).
+A coder's row is the length of its real bitstream (decoded and checked when ``verify``);
+a bound's its stated size. The tensor is seen as (rows, cols), rows = output channels.
 
 Every model pmf is floored on the *whole* alphabet (not only the symbols that
 occur), so the code depends on the model parameters alone and a decoder can
@@ -50,18 +38,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from gradcomp.artifacts import write_tsv
-from gradcomp.coding import (
-    HuffmanCode,
-    ans_bits,
-    cross_entropy_bits,
-    entropy_bits,
-    general_purpose_bits,
-    lz78_bits,
-)
-from gradcomp.coding.pmf import empirical_pmf, floor_and_renormalise, model_magnitude_pmf
+from gradcomp.coding import HuffmanCode
+from gradcomp.coding.base import TensorSymbols, as_rows
+from gradcomp.coding.byte_coders import BytesCoder, ShuffledLzmaSize, fp8_bytes
+from gradcomp.coding.iid_coders import model_pmf_of
+from gradcomp.coding.registry import CoderSpec, builtin_specs
 from gradcomp.distributions import FittedDistribution
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.fit_lossless import fitted_from_row
@@ -71,7 +54,6 @@ log = logging.getLogger(__name__)
 
 PARAM_BITS = 32
 EXPONENT_BITS = 8
-PMF_FLOOR = 1e-12
 CODING_COLUMNS = (
     "model", "run", "epoch", "kind", "tensor", "numel", "grid", "scaling", "scale_exponent",
     "accounting", "coder", "payload_bits", "side_bits", "total_bits", "bits_per_entry",
@@ -79,31 +61,15 @@ CODING_COLUMNS = (
     "saturated_share",
 )  # fmt: skip
 ACCOUNTINGS = ("exact", "slip")
+GENERAL_PURPOSE = (BytesCoder, ShuffledLzmaSize)
+__all__ = ["code_lossless", "code_run", "code_tensor", "fp8_bytes", "model_code", "scaled_grid"]
 SCALINGS = ("none", "amax")
-
-
-def fp8_bytes(values: np.ndarray, grid: GridQuantizer) -> bytes:
-    """The 8-bit codes of quantized values (E5M2 bit patterns for the FP8 grid).
-
-    ``values`` are in data units (levels of ``grid``); the bytes are those of
-    ``values / grid.scale``, the values in grid units. For grids other than ``fp8_e5m2``
-    the signed symbol index is the code.
-    """
-    if grid.name == "fp8_e5m2":
-        unit = np.asarray(values, dtype=np.float64) / grid.scale
-        codes = torch.from_numpy(np.ascontiguousarray(unit, dtype=np.float32))
-        return codes.to(torch.float8_e5m2).view(torch.uint8).numpy().tobytes()
-    symbols, _ = grid.encode(values)
-    if grid.n_levels > 256:
-        raise ValueError(f"grid {grid.name} has {grid.n_levels} levels: not a byte code")
-    return symbols.astype(np.uint8).tobytes()
 
 
 def model_code(fitted: FittedDistribution, grid: GridQuantizer) -> tuple[HuffmanCode, np.ndarray]:
     """Huffman code (and the floored pmf it was built from) of the model's magnitude bins;
     the mixture's cdf puts the atom ``p0`` in the zero bin."""
-    pmf = model_magnitude_pmf(fitted.cdf, grid.magnitude_edges, sf=fitted.sf)
-    pmf = floor_and_renormalise(pmf, PMF_FLOOR)
+    pmf = model_pmf_of(fitted, grid)
     return HuffmanCode.from_pmf(pmf), pmf
 
 
@@ -112,43 +78,50 @@ def code_tensor(
     fits: dict[str, FittedDistribution],
     grid: GridQuantizer,
     *,
+    coders: Sequence[CoderSpec] | None = None,
+    shape: tuple[int, ...] | None = None,
     slip: bool = False,
     general_purpose: bool = True,
+    verify: bool = False,
 ) -> list[dict[str, float]]:
-    """Bits of every coder on one tensor's entries (flat float array, data units).
+    """Bits of every coder on one tensor's entries (float array, data units, of ``shape``;
+    default its own shape).
 
-    ``fits`` maps family name to the tensor's fit. Returns one dict per coder
-    with ``coder``, ``payload_bits``, ``side_bits``, ``n_saturated`` (entries beyond the
-    grid's extreme levels), ``n_nonzero`` (entries on a non-zero level), ``n_exact_zero``,
-    ``zero_share`` (share on the zero level, exact zeros included) and ``saturated_share``.
+    ``fits`` maps family name to the tensor's fit; ``coders``: the specs (default every
+    built-in for the fitted families). Returns one dict per coder with ``coder``,
+    ``payload_bits``, ``side_bits``, ``n_saturated`` (entries beyond the grid's extreme
+    levels), ``n_nonzero`` (entries on a non-zero level), ``n_exact_zero``, ``zero_share``
+    (share on the zero level, exact zeros included) and ``saturated_share``. ``slip``
+    charges a raw-sign coder one sign bit per magnitude symbol instead of one per non-zero
+    entry; ``general_purpose=False`` leaves out the byte compressors (zlib, bz2, lzma, zstd,
+    lzma_shuffled); ``verify`` decodes every stream and raises if it is not the input.
     """
+    values = np.asarray(values)
     symbols, n_saturated = grid.encode(values)
-    mags, signs = grid.signed_to_magnitude(symbols)
-    mags = mags.ravel()
-    n_nonzero = int(signs.size)
-    sign_bits = grid.n_magnitudes if slip else n_nonzero
-    counts, p_data = empirical_pmf(mags, grid.n_magnitudes)
+    x = TensorSymbols(
+        symbols.reshape(as_rows(values.shape if shape is None else shape)), grid, fits
+    )
+    n_nonzero = int(x.signs.size)
+    sign_change = grid.n_magnitudes - n_nonzero if slip else 0
+    specs = list(builtin_specs(list(fits)).values() if coders is None else coders)
+    if not general_purpose:
+        specs = [s for s in specs if s.cls not in GENERAL_PURPOSE]
     rows = []
-
-    def add(coder: str, payload: float, side: float) -> None:
-        rows.append({"coder": coder, "payload_bits": payload, "side_bits": side})
-
-    for family, fitted in fits.items():
-        code, q = model_code(fitted, grid)
-        side = PARAM_BITS * (len(fitted.params) + (fitted.p0 > 0))
-        add(f"huffman_{family}", code.bit_length(mags) + sign_bits, side)
-        add(f"xent_{family}", mags.size * cross_entropy_bits(p_data, q) + sign_bits, side)
-        if family == "gennorm":
-            add("ans_gennorm", ans_bits(mags, q) + sign_bits, side)
-    empirical = HuffmanCode.from_pmf(counts)
-    add("huffman_empirical", empirical.bit_length(mags) + sign_bits, empirical.side_info_bits())
-    add("entropy", mags.size * entropy_bits(p_data) + sign_bits, 0)
-    data = fp8_bytes(grid.decode(symbols), grid)
-    add("fp8", 8 * len(data), 0)
-    add("lz78", lz78_bits(data), 0)
-    if general_purpose:
-        for name, bits in general_purpose_bits(data).items():
-            add(name, bits, 0)
+    for spec in specs:
+        coder = spec.build()
+        missing = [f for f in getattr(coder, "needs", ()) if f not in fits]
+        if missing:
+            raise ValueError(f"coder {spec.name} needs fits of {missing}")
+        if spec.is_bound:
+            payload, side = float(coder.bits(x)), 0
+        else:
+            stream = coder.encode(x)
+            payload, side = stream.payload_bits, stream.side_bits
+            if verify and not np.array_equal(coder.decode(stream, grid, fits), x.symbols):
+                raise RuntimeError(f"coder {spec.name}: decoded symbols differ from the input")
+        if getattr(coder, "raw_signs", False):
+            payload += sign_change
+        rows.append({"coder": spec.name, "payload_bits": payload, "side_bits": side})
     counts_and_shares = {
         "n_saturated": n_saturated,
         "n_nonzero": n_nonzero,
@@ -197,14 +170,17 @@ def code_run(
     kinds: Sequence[str] = ("epoch_avg",),
     accountings: Sequence[str] = ACCOUNTINGS,
     scalings: Sequence[str] = ("none",),
+    coders: Sequence[CoderSpec] | None = None,
     general_purpose: bool = True,
+    verify: bool = False,
 ) -> pd.DataFrame:
     """The coding table (columns :data:`CODING_COLUMNS`) of one run: one row per
     (epoch, kind, tensor, scaling, accounting, coder).
 
     ``fits`` is the run's fit table (:func:`gradcomp.lossless.fit_lossless.fit_run`):
     only tensors it has rows for are coded, with the fitted ``families``. ``scalings``:
-    of :data:`SCALINGS` (see :func:`scaled_grid`).
+    of :data:`SCALINGS` (see :func:`scaled_grid`);
+    ``coders``, ``general_purpose`` and ``verify``: as in :func:`code_tensor`.
     """
     index = fits.set_index(["epoch", "kind", "tensor", "family"]).sort_index()
     rows = []
@@ -216,7 +192,8 @@ def code_run(
                 (fits["epoch"] == dump.epoch) & (fits["kind"] == kind), "tensor"
             ]
             for name in dict.fromkeys(fitted_tensors):
-                values = dump.tensors[kind][name].numpy().astype(np.float64).ravel()
+                tensor = dump.tensors[kind][name]
+                values = tensor.numpy().astype(np.float64).reshape(as_rows(tuple(tensor.shape)))
                 models = {}
                 for family in families:
                     row = index.loc[(dump.epoch, kind, name, family)]
@@ -233,8 +210,10 @@ def code_run(
                         values * factor,
                         {f: _scaled(m, factor) for f, m in models.items()},
                         grid,
+                        coders=coders,
                         slip=slip,
                         general_purpose=general_purpose,
+                        verify=verify,
                     )
                     side = EXPONENT_BITS if scaling != "none" else 0
                     head = {"model": model, "run": run, "epoch": dump.epoch, "kind": kind,

@@ -8,12 +8,13 @@ unit), rates in bits per entry.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from gradcomp import plots
+from gradcomp.coding.registry import builtin_specs
 from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.positions import read_with_positions
@@ -109,22 +110,20 @@ def figure_l4(
     )  # fmt: skip
 
 
-L5_CODERS = (
-    "lz78", "zstd", "huffman_norm", "huffman_laplace", "huffman_gennorm",
-    "huffman_empirical", "entropy",
-)  # fmt: skip
-
-
 def figure_l5(
     coding_tsvs: Sequence[str | Path],
     positions_tsv: str | Path,
     png: str | Path,
     *,
     model: str,
+    coders: Mapping[str, str] | None = None,
     source: str = "",
 ) -> None:
     """L5: compressed size / 8-bit FP8 versus epoch per coder (exact accounting, raw
     gradient: scaling ``none``, else the first scaling in the tables).
+
+    ``coders``: name -> colour of the lines drawn, in order (the workflow passes the
+    configured coders with ``figure`` set); default the built-ins drawn by default.
 
     Panels: the lower, middle and upper tensor and all coded tensors together
     (bits added over tensors); lines: mean over runs, band: one sd. Each panel's title
@@ -134,7 +133,9 @@ def figure_l5(
     coding = read_with_positions(coding_tsvs, [positions_tsv])
     scaling = "none" if "none" in set(coding["scaling"]) else str(coding["scaling"].iloc[0])
     coding = coding[(coding["accounting"] == "exact") & (coding["scaling"] == scaling)]
-    coding = coding[coding["coder"].isin(L5_CODERS)]
+    if coders is None:
+        coders = {s.name: s.color for s in builtin_specs().values() if s.figure}
+    coding = coding[coding["coder"].isin(list(coders))]
     keys = ["run", "epoch", "coder"]
     everything = coding.groupby(keys, as_index=False)[["total_bits", "numel"]].sum()
     everything["position"] = everything["tensor"] = "all tensors"
@@ -147,8 +148,8 @@ def figure_l5(
     data["panel"] = data["position"].map(_range_labels(coding))
     plots.plot_lines(
         data, x="epoch", y="size / FP8", hue="coder", col="panel", png_path=png,
-        hue_order=[c for c in L5_CODERS if c in set(data["coder"])], col_wrap=2,
-        palette=lplots.CODER_COLORS, xlabel="epoch", ylabel="compressed size / 8-bit FP8",
+        hue_order=[c for c in coders if c in set(data["coder"])], col_wrap=2,
+        palette=dict(coders), xlabel="epoch", ylabel="compressed size / 8-bit FP8",
         title=f"L5 {model}: lossless coding of FP8-quantized gradients, scaling {scaling} "
         f"(mean ± sd over {coding['run'].nunique()} runs){_source(source)}",
     )  # fmt: skip

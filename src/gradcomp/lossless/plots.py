@@ -2,7 +2,7 @@
 (L3) and the GenNorm parameters per epoch (L4). Each takes data already loaded and writes
 one figure with :func:`gradcomp.plots.save_figure`, its legend outside the panels. A family
 has the same colour in every L figure (:data:`FAMILY_COLORS`; in L5 the Huffman code
-designed from it, :data:`CODER_COLORS`).
+designed from it, :data:`CODER_COLORS`, from the coder registry).
 """
 
 from __future__ import annotations
@@ -15,26 +15,21 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from gradcomp.coding.iid_coders import FAMILY_COLORS
+from gradcomp.coding.registry import builtin_specs
 from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.lossless.positions import POSITIONS
 from gradcomp.plots import legend_outside, save_figure, set_theme
 
-FAMILY_COLORS = {"norm": "C0", "laplace": "C2", "gennorm": "C3", "dweibull": "C4"}
 FAMILY_LABELS = {
     "norm": "Norm",
     "laplace": "Laplace",
     "gennorm": "GenNorm",
     "dweibull": "double Weibull",
 }
-#: L5's coders: a model-designed code in its family's colour, the others in colours no
-#: family uses.
-CODER_COLORS = {
-    **{f"huffman_{family}": color for family, color in FAMILY_COLORS.items()},
-    "lz78": "C1",
-    "zstd": "C5",
-    "huffman_empirical": "C7",
-    "entropy": "k",
-}
+#: L5's default coders and their colours, from the coder registry (a model-designed code
+#: in its family's colour; the workflow passes the configured coders instead).
+CODER_COLORS = {s.name: s.color for s in builtin_specs(list(FAMILY_COLORS)).values() if s.figure}
 #: L4's tensor positions, in colours no family uses.
 POSITION_COLORS = {"lower": "C8", "middle": "C5", "upper": "C9"}
 

@@ -1,0 +1,166 @@
+"""Paper L's i.i.d. magnitude coders: every entry's magnitude coded with one pmf for the
+whole tensor, the sign of each non-zero entry sent raw.
+
+- :class:`HuffmanModelCoder` (``huffman_<family>``): Huffman code of the fitted law's
+  magnitude-bin pmf (the fitted atom ``p0`` in the zero bin), floored on the whole alphabet
+  so the decoder rebuilds it from the parameters alone;
+- :class:`AnsModelCoder` (``ans_<family>``): ANS (constriction) with the same pmf;
+- :class:`HuffmanEmpiricalCoder` (``huffman_empirical``): Huffman on the data's own pmf.
+
+Side information of the model coders: the fitted parameters as float32 (32 bits each, in
+the family's scipy order), a flag bit and, when it is set, ``p0`` as float32. The decoder
+reads them back, so both sides design the code from the float32 values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import constriction
+import numpy as np
+import scipy.stats
+from bitarray import bitarray
+
+from gradcomp.coding.ans import categorical_model
+from gradcomp.coding.base import Bitstream, Coder, TensorSymbols, sign_bits, with_signs
+from gradcomp.coding.elias import BitReader, pack_fields
+from gradcomp.coding.huffman import HuffmanCode
+from gradcomp.coding.pmf import floor_and_renormalise, model_magnitude_pmf
+from gradcomp.distributions import FittedDistribution
+from gradcomp.quantization.grids import GridQuantizer
+
+__all__ = ["AnsModelCoder", "HuffmanEmpiricalCoder", "HuffmanModelCoder", "model_pmf_of"]
+
+PMF_FLOOR = 1e-12
+FAMILY_COLORS = {"norm": "C0", "laplace": "C2", "gennorm": "C3", "dweibull": "C4"}
+
+
+def param_names(family: str) -> list[str]:
+    """The family's scipy parameter names: shapes, then ``loc`` and ``scale``."""
+    shapes = getattr(scipy.stats, family).shapes
+    return [*(shapes.split(", ") if shapes else []), "loc", "scale"]
+
+
+def model_pmf_of(fitted: FittedDistribution, grid: GridQuantizer) -> np.ndarray:
+    """Floored magnitude-bin pmf (K,) of a fitted law (its atom ``p0`` in the zero bin)."""
+    pmf = model_magnitude_pmf(fitted.cdf, grid.magnitude_edges, sf=fitted.sf)
+    return floor_and_renormalise(pmf, PMF_FLOOR)
+
+
+def _f32(v: float) -> int:
+    return int(np.float32(v).view(np.uint32))
+
+
+def write_fit(fitted: FittedDistribution) -> tuple[bitarray, FittedDistribution]:
+    """The side information of a fit, and the fit as the decoder reads it back (float32)."""
+    names = param_names(fitted.family)
+    values = [_f32(fitted.params[k]) for k in names]
+    fields, widths = [*values, int(fitted.p0 > 0)], [32] * len(values) + [1]
+    if fitted.p0 > 0:
+        fields.append(_f32(fitted.p0))
+        widths.append(32)
+    side = pack_fields(np.array(fields, dtype=np.uint64), np.array(widths))
+    return side, read_fit(side, fitted.family)
+
+
+def read_fit(side: bitarray, family: str) -> FittedDistribution:
+    """Inverse of :func:`write_fit`'s side information."""
+    reader = BitReader(side)
+
+    def f32() -> float:
+        return float(np.uint32(reader.read(32)).view(np.float32))
+
+    params = {k: f32() for k in param_names(family)}
+    p0 = f32() if reader.read(1) else 0.0
+    return FittedDistribution(family, params, 0, float("nan"), p0=p0)
+
+
+class _ModelCoder(Coder):
+    raw_signs = True
+
+    def __init__(self, family: str = "gennorm") -> None:
+        if family not in FAMILY_COLORS:
+            raise ValueError(f"unknown family {family!r}; expected one of {sorted(FAMILY_COLORS)}")
+        self.family = family
+        self.needs = (family,)
+
+    def _fit(self, x: TensorSymbols) -> FittedDistribution:
+        if self.family not in x.fits:
+            raise ValueError(f"{self.name} needs a {self.family} fit of the tensor")
+        return x.fits[self.family]
+
+
+class HuffmanModelCoder(_ModelCoder):
+    """Huffman code designed from the fitted family's magnitude pmf."""
+
+    def __init__(self, family: str = "gennorm") -> None:
+        super().__init__(family)
+        self.name = f"huffman_{family}"
+        self.color = FAMILY_COLORS[family]
+        self.in_figure = family in ("gennorm", "norm", "laplace")
+
+    def encode(self, x: TensorSymbols) -> Bitstream:
+        side, fitted = write_fit(self._fit(x))
+        code = HuffmanCode.from_pmf(model_pmf_of(fitted, x.grid))
+        payload = (code.encode(x.magnitudes), sign_bits(x.signs))
+        return Bitstream(side=(side,), payload=payload, shape=x.shape)
+
+    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+        code = HuffmanCode.from_pmf(model_pmf_of(read_fit(stream.side[0], self.family), grid))
+        bits, signs = stream.payload
+        mags = code.decode(bits, int(np.prod(stream.shape))).reshape(stream.shape)
+        return with_signs(grid, mags, signs)
+
+
+class AnsModelCoder(_ModelCoder):
+    """ANS (constriction) with the fitted family's magnitude pmf."""
+
+    def __init__(self, family: str = "gennorm") -> None:
+        super().__init__(family)
+        self.name = f"ans_{family}"
+        self.color = "C8" if family == "gennorm" else FAMILY_COLORS[family]
+
+    def encode(self, x: TensorSymbols) -> Bitstream:
+        side, fitted = write_fit(self._fit(x))
+        coder = constriction.stream.stack.AnsCoder()
+        mags = x.magnitudes.ravel().astype(np.int32)
+        coder.encode_reverse(mags, categorical_model(model_pmf_of(fitted, x.grid)))
+        words = np.asarray(coder.get_compressed(), dtype=np.uint32)
+        return Bitstream(side=(side,), payload=(words, sign_bits(x.signs)), shape=x.shape)
+
+    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+        pmf = model_pmf_of(read_fit(stream.side[0], self.family), grid)
+        words, signs = stream.payload
+        decoder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
+        mags = np.asarray(decoder.decode(categorical_model(pmf), int(np.prod(stream.shape))))
+        return with_signs(grid, mags.astype(np.int64).reshape(stream.shape), signs)
+
+
+class HuffmanEmpiricalCoder(Coder):
+    """Huffman on the tensor's own magnitude pmf; the code table
+    (:meth:`HuffmanCode.side_info_bits`: 8 + K codeword lengths) is the side information."""
+
+    name = "huffman_empirical"
+    color = "C7"
+    in_figure = True
+    raw_signs = True
+
+    def encode(self, x: TensorSymbols) -> Bitstream:
+        mags = x.magnitudes
+        code = HuffmanCode.from_pmf(np.bincount(mags.ravel(), minlength=x.grid.n_magnitudes))
+        w = code.length_width
+        side = pack_fields(
+            np.concatenate([[w], code.lengths]).astype(np.uint64),
+            np.concatenate([[8], np.full(code.n_symbols, w)]),
+        )
+        payload = (code.encode(mags), sign_bits(x.signs))
+        return Bitstream(side=(side,), payload=payload, shape=x.shape)
+
+    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+        reader = BitReader(stream.side[0])
+        w = reader.read(8)
+        code = HuffmanCode([reader.read(w) for _ in range(grid.n_magnitudes)])
+        bits, signs = stream.payload
+        mags = code.decode(bits, int(np.prod(stream.shape))).reshape(stream.shape)
+        return with_signs(grid, mags, signs)
