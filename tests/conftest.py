@@ -123,6 +123,11 @@ def imagefolder_tree(tmp_path: Path) -> Path:
 @pytest.fixture
 def tiny_cifar() -> Cifar10:
     """In-memory data with learnable structure: the label sets the image's mean colour."""
+    return make_tiny_cifar()
+
+
+def make_tiny_cifar() -> Cifar10:
+    """:func:`tiny_cifar`'s data, for module-scoped fixtures."""
     gen = torch.Generator().manual_seed(0)
 
     def split(n):

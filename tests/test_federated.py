@@ -335,10 +335,18 @@ def test_one_round_study_pairs_compressors_on_the_same_updates(data, tinybn) -> 
     from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS, one_round_study
 
     s = settings(tinybn, rounds=3, local_epochs=1)
+
+    def fresh(cls):  # a new object per user and round, as the study asks
+        return lambda user, rnd: cls(user)
+
     table = one_round_study(
         data,
         s,
-        {"exact": IdentityCompressor, "twin": IdentityCompressor, "drop": DropCompressor},
+        {
+            "exact": fresh(IdentityCompressor),
+            "twin": fresh(IdentityCompressor),
+            "drop": fresh(DropCompressor),
+        },  # fmt: skip
         reference="exact",
     )
     assert list(table.columns) == list(ONE_ROUND_COLUMNS) and len(table) == 9
@@ -353,9 +361,12 @@ def test_one_round_study_pairs_compressors_on_the_same_updates(data, tinybn) -> 
     # the same as a federated run with the reference compressor
     run = run_federated(data, s, IdentityCompressor)
     assert by["exact"]["test_acc"].tolist() == [r["test_acc"] for r in run.rounds[1:]]
-    assert by["exact"]["bits_coded"].tolist() == [r["bits_coded"] for r in run.rounds[1:]]
+    # the made-up side bits count the object's calls: a fresh object per round bills every
+    # round like the run's first (the run's own objects count up)
+    assert by["exact"]["bits_coded"].tolist() == [run.rounds[1]["bits_coded"]] * 3
+    assert run.rounds[2]["bits_coded"] != run.rounds[1]["bits_coded"]
     with pytest.raises(ValueError, match="reference"):
-        one_round_study(data, s, {"exact": IdentityCompressor}, reference="none")
+        one_round_study(data, s, {"exact": fresh(IdentityCompressor)}, reference="none")
 
 
 class TinyBN1d(nn.Module):

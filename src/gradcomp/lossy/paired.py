@@ -86,9 +86,14 @@ def holm(pvalues) -> np.ndarray:
 
 
 def seed_means(data: pd.DataFrame, columns: Sequence[str], *, unit: str = "seed") -> pd.DataFrame:
-    """Per variant and ``unit``, the mean of ``columns`` over the unit's rows (rounds)."""
-    keys = [*VARIANT, unit]
-    return data.groupby(keys, sort=True)[list(columns)].mean().reset_index()
+    """Per variant and ``unit``, the mean of ``columns`` over the unit's rows (rounds).
+
+    A NaN in any row gives a NaN mean (pandas would skip it), so that a failed round is
+    never silently averaged away."""
+    keys, columns = [*VARIANT, unit], list(columns)
+    means = data.groupby(keys, sort=True)[columns].mean()
+    has_nan = data[columns].isna().groupby([data[k] for k in keys], sort=True).any()
+    return means.mask(has_nan).reset_index()
 
 
 def pick_baseline(

@@ -62,6 +62,12 @@ def t3_table(
     """T3 (see the module doc): one row per model, compressor, rate and M; ``pairable``:
     the compressors whose rate means what the baseline's does (None: all)."""
     data = read_rounds(rounds_tsvs, quantizers)
+    last = {int(pd.read_csv(path, sep="\t")["round"].max()): path for path in rounds_tsvs}
+    if len(last) > 1:  # the global last round would silently drop the shorter runs
+        raise ValueError(
+            "T3 compares runs at their final round, but the rounds files end at different "
+            f"rounds: {', '.join(f'{r} ({path})' for r, path in sorted(last.items()))}"
+        )
     final = data[data["round"] == data["round"].max()]
     parts = []
     for path in uplink_tsvs:
@@ -87,7 +93,17 @@ def one_round_data(paths: Sequence[str | Path]) -> pd.DataFrame:
     for path in paths:
         frame = pd.read_csv(path, sep="\t")
         match = _MODEL.search(Path(path).as_posix())
-        frame["model"] = match["model"] if match else ""
+        if match is None:
+            raise ValueError(
+                f"{path} is not a one-round study file (.../<model>/one_round/seed<k>.tsv)"
+            )
+        bad = frame.loc[~frame["compressor"].astype(str).str.fullmatch(_LABEL), "compressor"]
+        if len(bad):
+            raise ValueError(
+                f"{path}: compressor {bad.iloc[0]!r} is not a variant label "
+                "{name}/R{rate}_M{M}"
+            )
+        frame["model"] = match["model"]
         frames.append(frame)
     data = pd.concat(frames, ignore_index=True)
     ident = data["compressor"].str.extract(_LABEL)
@@ -99,12 +115,15 @@ def one_round_data(paths: Sequence[str | Path]) -> pd.DataFrame:
     data["acc_change"] = data["test_acc"] - data["exact_acc"]
     data["bits_per_entry"] = data["bits_coded"] / data["entries"]
     data["fixed_bits_per_entry"] = data["bits_fixed"] / data["entries"]
-    bad = data[["test_loss", "test_acc", "bits_coded"]].isna().any(axis=1)
+    needed = ["test_loss", "test_acc", "bits_coded", "bits_fixed", "exact_loss", "exact_acc",
+              "start_acc"]  # fmt: skip
+    bad = data[needed].isna().any(axis=1) | ~(data["entries"] > 0)
     if bad.any():
         first = data[bad].iloc[0]
         raise ValueError(
             f"one-round study: {first['compressor']} R{first['rate']} M{first['M']} seed "
-            f"{first['seed']} round {first['round']} has a NaN loss, accuracy or bit count"
+            f"{first['seed']} round {first['round']} has a NaN loss, accuracy or bit count, "
+            "or no entries"
         )
     return data
 
