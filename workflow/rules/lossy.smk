@@ -42,6 +42,9 @@ rule federated:
     output:
         rounds=f"{LOSSY_RUN}/rounds.tsv",
         uplink=f"{LOSSY_RUN}/uplink.tsv",
+        # per round, user and update tensor: entries and how many were sent (M22's
+        # per-layer kept fractions)
+        kept=f"{LOSSY_RUN}/kept.tsv",
         # user 0's last-round update before/after compression: every tensor, so that the
         # tensors Y4 and Y5 show are a figure choice, not a reason to retrain
         snapshot=f"{LOSSY_RUN}/update.safetensors",
