@@ -261,6 +261,13 @@ def federated_settings(wildcards):
     )
 
 
+def figure_tensors(wildcards, figure):
+    """The tensors Y4 shows (figure "y4") or the tensor Y5 quantizes ("y5") for the
+    wildcard's model: figures.model_tensors.<model>, else figures.y4.tensors / y5_tensor."""
+    default = FIGURES["y4"]["tensors"] if figure == "y4" else FIGURES["y5_tensor"]
+    return FIGURES["model_tensors"].get(wildcards.model, {}).get(figure, default)
+
+
 def y4_snapshot(wildcards):
     """Update snapshot of the run figures Y4 and Y5 show (figures.y4, first seed)."""
     run = lossy_dir(wildcards.model, _y4["compressor"], _y4["rate"], _y4["M"], LOSSY["seeds"][0])
