@@ -533,3 +533,22 @@ def test_slip_lloyd_labels_values_into_unsorted_levels():
     assert again[0] / again[1] == ratios[0]  # seeded
     exact, nearest = distortions(LloydQuantizer(4, "gennorm", 2, fit_to="survivors"))
     assert exact == pytest.approx(nearest, rel=1e-12)
+
+
+def test_an_entry_may_leave_the_bit_budget() -> None:
+    """With lossy.topk_budget_percent P = 60, a rate-R entry keeps P / (100 R) (R = 2: 30%,
+    float8's fixed R = 8: 7.5%), and an entry with ``topk_budget_percent: null`` keeps its
+    own ``topk`` (M22's fixed-rate runs at 60%); checked on the built top-K's count.
+
+    Planted bug that fails it: the entry's null dropped before it overrides the section's P.
+    """
+    from gradcomp.compression.specs import check_spec, compressor_variants
+
+    lossy = {"topk": 0.452, "topk_budget_percent": 60, "min_entries": 1000}
+    lossy["compressors"] = [
+        {"name": "uniform", "quantizer": "uniform", "rates": [2]},
+        {"name": "float8", "quantizer": "float8"},
+        {"name": "m22float8", "quantizer": "float8", "topk_budget_percent": None, "topk": 0.6},
+    ]
+    kept = {v.name: check_spec(v.spec)["topk"] for v in compressor_variants(lossy)}
+    assert kept == pytest.approx({"uniform": 60 / 200, "float8": 60 / 800, "m22float8": 0.6})

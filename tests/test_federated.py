@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -408,3 +409,72 @@ def test_local_training_survives_a_last_batch_of_one_image(data, monkeypatch) ->
     assert math.isfinite(out.train_loss)
     steps = {float(v["step"]) for v in out.optimizer_state["state"].values()}
     assert steps == {2.0}  # one merged batch per epoch
+
+
+class Recording:
+    """Wraps a library compressor and keeps a copy of every update it is given."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.received = inner, []
+
+    def compress(self, update):
+        self.received.append({k: v.clone() for k, v in update.items()})
+        return self.inner.compress(update)
+
+    def decompress(self, payload, ctx):
+        return self.inner.decompress(payload, ctx)
+
+    def rate(self, payload, ctx):
+        return self.inner.rate(payload, ctx)
+
+    def kept_masks(self, payload, ctx):
+        return self.inner.kept_masks(payload, ctx)
+
+
+def test_kept_table_counts_the_global_top_k_per_tensor(data, tmp_path: Path) -> None:
+    """kept.tsv holds, per round, user and update tensor, how many entries the global top-K
+    sent: counts from a brute-force top-K over each recorded update (a stable sort of all
+    |delta| of the update, the ceil(0.3 N) largest kept, zeros not sent), fractions =
+    counts / entries.
+
+    Planted bugs that fail it: one user's masks written under the other's rows, the
+    fraction divided by the whole update's size instead of the tensor's, zeros counted as
+    kept, the table's rows out of round order.
+    """
+    from gradcomp.compression import build_compressor
+    from gradcomp.lossy.federated import KEPT_COLUMNS
+
+    comps: list[Recording] = []
+
+    def make(u):
+        comps.append(Recording(build_compressor({"quantizer": "uniform", "rate": 2, "topk": 0.3})))
+        return comps[-1]
+
+    result = run_federated(data, settings(rounds=2, local_epochs=1, validate_users=False), make)
+    rows = {(r["round"], r["user"], r["tensor"]): r for r in result.kept}
+    names = list(comps[0].received[0])
+    assert [(r["round"], r["user"], r["tensor"]) for r in result.kept] == [
+        (t, u, n) for t in (1, 2) for u in (0, 1) for n in names
+    ]
+    for user, comp in enumerate(comps):
+        for rnd, update in enumerate(comp.received, start=1):
+            flat = np.concatenate([t.reshape(-1).abs().double().numpy() for t in update.values()])
+            k = math.ceil(0.3 * flat.size)
+            chosen = np.zeros(flat.size, dtype=bool)  # ties: earlier position first (stable)
+            chosen[np.argsort(-flat, kind="stable")[:k]] = True
+            start = 0
+            for name, t in update.items():
+                part = chosen[start : start + t.numel()] & (t.reshape(-1).numpy() != 0)
+                start += t.numel()
+                expect = int(part.sum())
+                row = rows[(rnd, user, name)]
+                assert (row["entries"], row["kept"]) == (t.numel(), expect), (rnd, user, name)
+                assert row["fraction"] == pytest.approx(expect / t.numel(), rel=1e-12)
+            assert sum(rows[(rnd, user, n)]["kept"] for n in update) == k
+    write_rounds(result, tmp_path / "r.tsv", tmp_path / "u.tsv", tmp_path / "kept.tsv")
+    lines = (tmp_path / "kept.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == list(KEPT_COLUMNS) == [
+        "round", "user", "tensor", "entries", "kept", "fraction"
+    ]  # fmt: skip
+    back = [dict(zip(KEPT_COLUMNS, line.split("\t"), strict=True)) for line in lines[1:]]
+    assert [float(b["fraction"]) for b in back] == [r["fraction"] for r in result.kept]

@@ -16,6 +16,25 @@ EXPECTED = {
     "resnet20": (269_722, None),
 }
 
+# M22's Table V (``model details.png`` in the authors' FL_RD repository): trainable
+# parameters per row, BatchNorm counted as gamma and beta.
+M22_RESNET18_ROWS = {
+    "stem": [9408, 128],  # conv2d_1, BN_1
+    "layer1.0": [36864, 128, 36864, 128],  # conv2d_2, BN_2, con2d_3, BN_3
+    "layer1.1": [73984],  # basic_block_2 ...
+    "layer2.0": [230144],
+    "layer2.1": [295424],
+    "layer3.0": [919040],
+    "layer3.1": [1180672],
+    "layer4.0": [3673088],
+    "layer4.1": [4720640],  # ... basic_block_8
+    "fc": [5130],  # dense_1
+}
+M22_VGG16_ROWS = [  # conv2d_1 .. conv2d_13, dense_1 .. dense_3
+    1792, 36928, 73856, 147584, 295168, 590080, 590080, 1180160, 2359808, 2359808,
+    2359808, 2359808, 2359808, 2101248, 16781312, 40970,
+]  # fmt: skip
+
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_parameter_counts(name: str) -> None:
@@ -100,3 +119,51 @@ def test_resnet50v2_max_pool_pads_with_zeros() -> None:
     expected[:, :, 0, :] = 0.0
     expected[:, :, :, 0] = 0.0
     torch.testing.assert_close(seen[0], expected, rtol=0, atol=0)
+
+
+def _params(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def test_resnet18_matches_m22_table_v() -> None:
+    """Per block and in total, resnet18's parameters are the rows of M22's Table V (its
+    total, 11,181,642, is not the 3x3-stem CIFAR ResNet-18's 11,173,962), and the feature
+    maps have the table's output shapes on a 32x32 input.
+
+    Planted bugs that fail it: the CIFAR variant (3x3 stem, no max-pool: other stem count
+    and 32x32 maps), a shortcut without BatchNorm (layer2.0 256 short), a 1000-class head.
+    """
+    model = build_model("resnet18", seed=0).eval()
+    assert count_parameters(model) == sum(sum(r) for r in M22_RESNET18_ROWS.values())
+    assert count_parameters(model) == 11_181_642
+    assert _params(model.conv1) + _params(model.bn1) == sum(M22_RESNET18_ROWS["stem"])
+    for block, rows in M22_RESNET18_ROWS.items():
+        if block.startswith("layer"):
+            stage, index = block.split(".")
+            assert _params(getattr(model, stage)[int(index)]) == sum(rows), block
+    assert _params(model.fc) == M22_RESNET18_ROWS["fc"][0]
+    shapes = {}
+    for name in ("maxpool", "layer1", "layer2", "layer3", "layer4"):
+        getattr(model, name).register_forward_hook(
+            lambda _m, _i, out, name=name: shapes.__setitem__(name, tuple(out.shape[1:]))
+        )
+    with torch.no_grad():
+        model(torch.rand(1, 3, 32, 32))
+    assert shapes == {
+        "maxpool": (64, 8, 8),
+        "layer1": (64, 8, 8),
+        "layer2": (128, 4, 4),
+        "layer3": (256, 2, 2),
+        "layer4": (512, 1, 1),
+    }
+
+
+@pytest.mark.slow
+def test_vgg16_matches_m22_table_v() -> None:
+    """vgg16's convolutions and dense layers have the parameters of M22's Table V, in order.
+
+    Planted bug that fails it: torchvision's 7x7 pooling kept (dense_1 25088 inputs).
+    """
+    model = build_model("vgg16", seed=0)
+    layers = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d | torch.nn.Linear)]
+    assert [_params(m) for m in layers] == M22_VGG16_ROWS

@@ -6,10 +6,11 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
-from conftest import TINY_CONFIG, run_snakemake, write_imagefolder_tree
+from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
 from gradcomp.lossless.dumps import read_dump
 
 pytestmark = pytest.mark.slow
@@ -246,3 +247,85 @@ def test_bad_config_stops_before_any_job(tiny_workdir: Path) -> None:
     proc = tiny(tiny_workdir, "--config", "device=tpu", check=False)
     assert proc.returncode != 0
     assert "config key 'device'" in proc.stderr + proc.stdout
+
+
+def planned_wildcards(proc: subprocess.CompletedProcess, rule: str) -> list[dict[str, str]]:
+    """The wildcards of every job of ``rule`` that a dry run lists."""
+    jobs = (proc.stdout + proc.stderr).split(f"rule {rule}:")[1:]
+    out = []
+    for job in jobs:
+        line = next(x for x in job.splitlines() if x.strip().startswith("wildcards:"))
+        pairs = line.split("wildcards:", 1)[1].split(",")
+        out.append(dict(p.strip().split("=", 1) for p in pairs))
+    return out
+
+
+def test_m22_config_plans_the_follow_ups_study(tmp_path: Path) -> None:
+    """``snakemake -n --configfile config/m22.yaml`` plans the follow-up's study: one
+    federated job per (model, variant, seed) with the variants counted here from the file's
+    entries (rates x M), each with a kept.tsv, for cnn, resnet18 and vgg16; the file holds
+    the follow-up's compressors (float8 with M22's ties, count sketch per tensor, M22's
+    memory, TCQ, GenNorm and double-Weibull Lloyd) and budget (P = 60).
+
+    Planted bugs that fail it: resnet18 missing from the schema's models (the config is
+    refused), the kept.tsv output dropped from the federated rule, a model's tensors left
+    out of figures.model_tensors (a check below).
+    """
+    config_file = REPO / "config/m22.yaml"
+    m22 = yaml.safe_load(config_file.read_text())["lossy"]
+    entries = {e["name"]: e for e in m22["compressors"]}
+    assert entries["float8"]["float8_ties"] == "upper"
+    assert entries["sketch"]["compressor"] == "count_sketch"
+    assert entries["gennormmem"]["memory_mode"] == "m22"
+    assert {e.get("family") for e in entries.values()} >= {"gennorm", "dweibull"}
+    assert entries["tcq"]["quantizer"] == "tcq" and m22["topk_budget_percent"] == 60
+    assert m22["warm_start"] is None and len(entries[m22["baseline"]]["rates"]) >= 2
+    n_variants = sum(len(e.get("rates", [0])) * len(e.get("M", [0])) for e in entries.values())
+    proc = run_snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(config_file))
+    jobs = planned_wildcards(proc, "federated")
+    models = ["cnn", "resnet18", "vgg16"]
+    assert len(jobs) == n_variants * len(m22["seeds"]) * len(models) == 378
+    assert sorted({j["model"] for j in jobs}) == models
+    assert {(j["compressor"], j["rate"]) for j in jobs} >= {("sketch", "100"), ("float8", "8")}
+    text = proc.stdout + proc.stderr
+    assert text.count("/kept.tsv") >= len(jobs)
+    assert {"one_round_study", "figure_Y4", "distortion_study", "table_T5"} <= planned_rules(proc)
+    tensors = yaml.safe_load(config_file.read_text())["figures"]["model_tensors"]
+    assert set(tensors) == {"resnet18", "vgg16"}
+
+
+def test_model_settings_reach_the_federated_job(tmp_path: Path) -> None:
+    """lossy.model_settings.<model> gives that model's runs their lr and min_entries: with
+    min_entries 100 for the mlp, fc2.weight (320 entries) is quantized (no raw bits but the
+    biases'); a new lr for the mlp makes its federated job stale (params), one for another
+    model does not.
+
+    Planted bugs that fail it: federated_settings keeping lossy.lr, compressor_spec keeping
+    lossy.min_entries.
+    """
+    tree = write_imagefolder_tree(tmp_path / "cifar", n_train=40, n_test=20)
+    config = {
+        **TINY_CONFIG,
+        "cifar10": str(tree),
+        "data": {"train_subset": 40, "test_subset": 20, "pretrain_subset": None},
+        "lossy": {**TINY_CONFIG["lossy"], "rounds": 1, "warm_start": None,
+                  "model_settings": {"mlp": {"min_entries": 100, "lr": 0.002}}},
+    }  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    target = "results/lossy/mlp/uniform/R2_M0/seed0/uplink.tsv"
+    args = ("--cores", "1", "--configfile", "c.yaml")
+    run_snakemake(tmp_path, *args, targets=[target])
+    uplink = pd.read_csv(tmp_path / target, sep="\t")
+    kept = pd.read_csv(tmp_path / target.replace("uplink", "kept"), sep="\t")
+    for row in uplink.itertuples():
+        sent = kept[(kept["round"] == row.round) & (kept["user"] == row.user)]
+        sent = sent.set_index("tensor")["kept"]
+        assert sent["fc2.weight"] > 0
+        # only the biases go raw: fc2.weight (320 entries) is over min_entries 100
+        assert row.raw_bits == 32 * (sent["fc1.bias"] + sent["fc2.bias"])
+    changed = "lossy={model_settings: {mlp: {min_entries: 100, lr: 0.003}}}"
+    proc = run_snakemake(tmp_path, "-n", *args, "--config", changed, targets=[target])
+    assert "federated" in planned_rules(proc)
+    other = "lossy={model_settings: {mlp: {min_entries: 100, lr: 0.002}, cnn: {lr: 0.1}}}"
+    proc = run_snakemake(tmp_path, "-n", *args, "--config", other, targets=[target])
+    assert "Nothing to be done" in proc.stdout + proc.stderr

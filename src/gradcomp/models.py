@@ -10,7 +10,10 @@ Names and where they come from:
   rebuilt layer for layer for a 32x32 input.
 - ``densenet121``, ``vgg16``: torchvision's networks adapted to 10 classes and
   a 32x32 input (paper L used the Keras versions; differences are listed in
-  the builders' docstrings).
+  the builders' docstrings). ``vgg16`` is also one of the follow-up's (M22's)
+  federated models.
+- ``resnet18``: the follow-up's (M22's) ResNet-18, torchvision's ImageNet layout
+  (7x7/2 stem and max-pool) on a 32x32 input, 11,181,642 parameters.
 - ``resnet20``: the CIFAR ResNet-20 of He et al. (2016), 269,722 parameters,
   the default network of the CPU-scale study.
 - ``mlp``: a one-hidden-layer perceptron, only for tests and smoke runs.
@@ -198,6 +201,24 @@ def vgg16(num_classes: int = NUM_CLASSES) -> nn.Module:
     return model
 
 
+def resnet18(num_classes: int = NUM_CLASSES) -> nn.Module:
+    """The follow-up's (M22's) ResNet-18: torchvision's ``resnet18`` with a 10-class head,
+    unchanged otherwise (11,181,642 parameters).
+
+    M22's Table V (``model details.png`` in the authors' ``FL_RD``) lists this layout layer
+    by layer: a 7x7/2 convolution without bias to 16x16x64, BatchNorm, ReLU, a 3x3/2
+    max-pool to 8x8, eight post-activation basic blocks (conv-BN-ReLU-conv-BN, then the
+    shortcut: a 1x1/2 convolution with BatchNorm where the width doubles) to 1x1x512,
+    global average pooling and ``dense_1`` (5,130 parameters). It is *not* the CIFAR
+    variant with a 3x3 stem and no max-pool (11,173,962 parameters). The released
+    ``main.py`` builds ``classification_models``' Keras ResNet18 instead (pre-activation
+    blocks, a BatchNorm on the input); the table is what the paper reports.
+    """
+    from torchvision.models import resnet18 as tv_resnet18
+
+    return tv_resnet18(weights=None, num_classes=num_classes)
+
+
 class _BasicBlock(nn.Module):
     """CIFAR ResNet basic block with a parameter-free (option A) shortcut."""
 
@@ -261,6 +282,7 @@ MODELS: dict[str, Callable[[], nn.Module]] = {
     "resnet50v2": ResNet50V2,
     "densenet121": densenet121,
     "vgg16": vgg16,
+    "resnet18": resnet18,
     "resnet20": lambda: CifarResNet(3),
     "mlp": MLP,
 }

@@ -187,7 +187,7 @@ def warm_start_settings(wildcards):
 
 def one_round_specs(wildcards):
     """Label ({name}/R{rate}_M{M}) -> spec of every compressor variant, for the one-round study."""
-    return {v.label: v.spec for v in _VARIANTS}
+    return {v.label: model_spec(v.spec, v.name, wildcards.model) for v in _VARIANTS}
 
 
 def lossy_dir(model, compressor, rate, m, seed):
@@ -222,9 +222,26 @@ def lossy_run_files(model, name):
     ]
 
 
+def model_setting(model, key):
+    """lossy.model_settings.<model>.<key> (lr, min_entries), else lossy.<key>."""
+    return LOSSY["model_settings"].get(model, {}).get(key, LOSSY[key])
+
+
+_ENTRIES = {entry["name"]: entry for entry in LOSSY["compressors"]}
+
+
+def model_spec(spec, compressor, model):
+    """``spec`` with the model's min_entries (lossy.model_settings) where the spec takes one
+    and the compressor's entry does not set its own."""
+    if "min_entries" not in spec or "min_entries" in _ENTRIES[compressor]:
+        return spec
+    return {**spec, "min_entries": model_setting(model, "min_entries")}
+
+
 def compressor_spec(wildcards):
     """The gradcomp.compression.build_compressor spec of one federated run."""
-    return VARIANTS[(wildcards.compressor, int(wildcards.rate), int(wildcards.m))]
+    spec = VARIANTS[(wildcards.compressor, int(wildcards.rate), int(wildcards.m))]
+    return model_spec(spec, wildcards.compressor, wildcards.model)
 
 
 def federated_settings(wildcards):
@@ -237,11 +254,18 @@ def federated_settings(wildcards):
         rounds=LOSSY["rounds"],
         local_epochs=LOSSY["local_epochs"],
         batch_size=LOSSY["batch_size"],
-        lr=LOSSY["lr"],
+        lr=model_setting(wildcards.model, "lr"),
         validation_fraction=LOSSY["validation_fraction"],
         validation_split=LOSSY["validation_split"],
         optimizer_state=LOSSY["optimizer_state"],
     )
+
+
+def figure_tensors(wildcards, figure):
+    """The tensors Y4 shows (figure "y4") or the tensor Y5 quantizes ("y5") for the
+    wildcard's model: figures.model_tensors.<model>, else figures.y4.tensors / y5_tensor."""
+    default = FIGURES["y4"]["tensors"] if figure == "y4" else FIGURES["y5_tensor"]
+    return FIGURES["model_tensors"].get(wildcards.model, {}).get(figure, default)
 
 
 def y4_snapshot(wildcards):

@@ -42,6 +42,9 @@ rule federated:
     output:
         rounds=f"{LOSSY_RUN}/rounds.tsv",
         uplink=f"{LOSSY_RUN}/uplink.tsv",
+        # per round, user and update tensor: entries and how many were sent (M22's
+        # per-layer kept fractions)
+        kept=f"{LOSSY_RUN}/kept.tsv",
         # user 0's last-round update before/after compression: every tensor, so that the
         # tensors Y4 and Y5 show are a figure choice, not a reason to retrain
         snapshot=f"{LOSSY_RUN}/update.safetensors",
@@ -99,7 +102,7 @@ rule distortion_study:
             subcategory="{model}",
         ),
     params:
-        tensor=FIGURES["y5_tensor"],
+        tensor=lambda wc: figure_tensors(wc, "y5"),
         rates=FIGURES["y5_rates"],
         Ms=sorted({m for _, _, m in VARIANTS} | {0}),
         slip=LOSSY["slip"],
@@ -150,7 +153,7 @@ rule figure_Y4:
         png=report("results/figures/Y4_{model}.png", caption="../report/Y4.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y4_{model}.pdf",
     params:
-        run=FIGURES["y4"],
+        run=lambda wc: {**FIGURES["y4"], "tensors": figure_tensors(wc, "y4")},
         bins=FIGURES["histogram_bins"],
     log:
         "results/logs/figures/Y4_{model}.log",
@@ -172,7 +175,7 @@ rule figure_Y5:
         png=report("results/figures/Y5_{model}.png", caption="../report/Y5.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y5_{model}.pdf",
     params:
-        tensor=FIGURES["y5_tensor"],
+        tensor=lambda wc: figure_tensors(wc, "y5"),
     log:
         "results/logs/figures/Y5_{model}.log",
     threads: 1

@@ -14,6 +14,7 @@ federated_run(
     rounds_tsv=Path(sm.output.rounds),
     uplink_tsv=Path(sm.output.uplink),
     update_path=Path(sm.output.snapshot),
+    kept_tsv=Path(sm.output.kept),
     warm_start=sm.input.get("warm_start"),
     threads=sm.threads,
     device=sm.config["device"],

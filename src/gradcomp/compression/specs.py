@@ -53,8 +53,9 @@ Spec keys (``None`` means absent):
 - ``name``: a label (lowercase letters and digits in a config entry).
 
 A config entry takes ``name``, ``quantizer``, ``compressor``, ``class``, ``family``,
-``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback``, ``memory_mode``, ``memory_decay``,
-``min_entries``, ``states`` and the option keys as above, and the lists ``rates``
+``lloyd_fit``, ``sparsifier``, ``topk``, ``topk_budget_percent`` (null: the entry keeps its
+``topk`` whatever ``lossy.topk_budget_percent`` says), ``error_feedback``, ``memory_mode``,
+``memory_decay``, ``min_entries``, ``states`` and the option keys as above, and the lists ``rates``
 and ``M`` (default ``[0]``; integers, as they name the runs) whose product gives the
 variants; the other spec keys that its
 kind takes come from the ``lossy`` section. A ``class`` entry's keys other than ``name``, ``class``,
@@ -117,8 +118,8 @@ SPEC_KEYS = (
 #: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
 ENTRY_KEYS = (
     "name", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
-    "sparsifier", "topk", "error_feedback", "memory_mode", "memory_decay", "min_entries", "states",
-    *OPTION_KEYS,
+    "sparsifier", "topk", "topk_budget_percent", "error_feedback", "memory_mode", "memory_decay",
+    "min_entries", "states", *OPTION_KEYS,
 )  # fmt: skip
 #: Keys an entry takes over from the ``lossy`` section unless it sets them itself.
 LOSSY_DEFAULTS = (

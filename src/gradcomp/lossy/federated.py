@@ -45,9 +45,12 @@ from gradcomp.lossy.local_training import (
     train_round,
 )
 from gradcomp.lossy.uplink import (
+    KEPT_COLUMNS,
     UPLINK_COLUMNS,
     Compressor,
     aggregate,
+    kept_masks,
+    kept_rows,
     model_update,
     send,
     update_snapshot,
@@ -58,6 +61,7 @@ from gradcomp.training import evaluate, resolve_device
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "KEPT_COLUMNS",
     "ROUND_COLUMNS",
     "UPLINK_COLUMNS",
     "Federation",
@@ -193,13 +197,15 @@ class FederatedResult:
     update at the last round, ``{"before": {name: float32}, "after": {name: float32},
     "kept": {name: bool}}`` for every floating-point state entry (``kept`` marks the
     entries the compressor selected); ``final_state``: the global state after the last
-    round (CPU).
+    round (CPU); ``kept``: one dict per round, user and update tensor (``KEPT_COLUMNS``),
+    the share of the tensor's entries that were sent.
     """
 
     rounds: list[dict[str, Any]]
     uplink: list[dict[str, int]]
     snapshot: dict[str, dict[str, torch.Tensor]]
     final_state: dict[str, torch.Tensor] = field(repr=False)
+    kept: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 def run_federated(
@@ -246,6 +252,7 @@ def run_federated(
     ]  # fmt: skip
     log.info("round 0/%d  test acc %.4f  loss %.4f", settings.rounds, test_acc, test_loss)
     uplink: list[dict[str, int]] = []
+    kept: list[dict[str, Any]] = []
     snapshot: dict[str, dict[str, torch.Tensor]] = {"before": {}, "after": {}, "kept": {}}
     cum_coded = cum_fixed = 0
 
@@ -258,6 +265,7 @@ def run_federated(
             update = model_update(outcome.state, global_state)
             sent = send(compressor, update, rnd=rnd, user=outcome.user, n_train=outcome.n_train)
             uplink.append(sent.row)
+            kept += kept_rows(rnd, outcome.user, kept_masks(sent.recon, sent.kept))
             bits_coded += sent.row["bits_coded"]
             bits_fixed += sent.row["bits_fixed"]
             recons.append(sent.recon)
@@ -292,4 +300,4 @@ def run_federated(
             cum_fixed,
             row["seconds"],
         )
-    return FederatedResult(rounds, uplink, snapshot, global_state)
+    return FederatedResult(rounds, uplink, snapshot, global_state, kept=kept)

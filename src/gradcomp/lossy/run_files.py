@@ -1,5 +1,5 @@
-"""Files of one federated run: round and uplink tables, the last-round update snapshot, and
-the run's identity read back from its path
+"""Files of one federated run: round, uplink and kept tables, the last-round update snapshot,
+and the run's identity read back from its path
 ``results/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}/<file>``."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import torch
 from gradcomp.artifacts import atomic_path, write_tsv
 from gradcomp.compression.specs import VARIANT_LABEL
 from gradcomp.lossy.federated import (
+    KEPT_COLUMNS,
     ROUND_COLUMNS,
     UPLINK_COLUMNS,
     FederatedResult,
@@ -39,10 +40,15 @@ def run_identity(path: str | Path) -> dict[str, object]:
     return {**ident, "rate": int(ident["rate"]), "M": int(ident["M"]), "seed": int(ident["seed"])}
 
 
-def write_rounds(result: FederatedResult, rounds_tsv: Path, uplink_tsv: Path) -> None:
-    """Write the round rows and the uplink rows as TSV tables (atomically)."""
+def write_rounds(
+    result: FederatedResult, rounds_tsv: Path, uplink_tsv: Path, kept_tsv: Path | None = None
+) -> None:
+    """Write the round rows, the uplink rows and (given ``kept_tsv``) the per-tensor kept
+    rows as TSV tables (atomically)."""
     write_tsv(rounds_tsv, result.rounds, ROUND_COLUMNS)
     write_tsv(uplink_tsv, result.uplink, UPLINK_COLUMNS)
+    if kept_tsv is not None:
+        write_tsv(kept_tsv, result.kept, KEPT_COLUMNS)
 
 
 def save_snapshot(snapshot: dict[str, dict[str, torch.Tensor]], path: Path) -> None:
@@ -84,12 +90,14 @@ def federated_run(
     rounds_tsv: Path,
     uplink_tsv: Path,
     update_path: Path,
+    kept_tsv: Path | None = None,
     warm_start: Path | None = None,
     threads: int = 1,
     device: str = "cpu",
 ) -> FederatedResult:
     """The ``federated`` stage: one run of :func:`run_federated` with the compressor ``spec``
-    (one per user, :func:`gradcomp.lossy.uplink.compressor_factory`), and its files.
+    (one per user, :func:`gradcomp.lossy.uplink.compressor_factory`), and its files
+    (``kept_tsv``: the per-round, per-user, per-tensor kept fractions, if given).
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
     ``device``, which say where the job runs; ``warm_start``: a
@@ -105,6 +113,8 @@ def federated_run(
         compressor_factory(spec, full.seed),
         initial_state=load_warm_start(warm_start) if warm_start else None,
     )
-    write_rounds(result, Path(rounds_tsv), Path(uplink_tsv))
+    write_rounds(
+        result, Path(rounds_tsv), Path(uplink_tsv), None if kept_tsv is None else Path(kept_tsv)
+    )
     save_snapshot(result.snapshot, Path(update_path))
     return result

@@ -3,8 +3,9 @@
 :func:`model_update` forms ``delta_u = w_u - w_c`` over every floating-point state entry
 (trainable parameters *and* BatchNorm running statistics, so that the server model stays
 consistent; integer buffers are not sent); :func:`send` puts one update through a user's
-compressor and counts its uplink bits by part; :func:`aggregate` is FedAvg,
-``w <- w_c + sum_u (n_u / n) delta_hat_u``.
+compressor and counts its uplink bits by part; :func:`kept_rows` gives the share of each
+tensor's entries that were sent (M22's per-layer kept fractions, ``model_info/``);
+:func:`aggregate` is FedAvg, ``w <- w_c + sum_u (n_u / n) delta_hat_u``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import torch
 from gradcomp.compression.rates import RATE_FIELDS, RateBreakdown
 
 __all__ = [
+    "KEPT_COLUMNS",
     "UPLINK_COLUMNS",
     "Compressor",
     "Sent",
     "aggregate",
     "compressor_factory",
+    "kept_masks",
+    "kept_rows",
     "model_update",
     "send",
     "update_snapshot",
@@ -30,6 +34,9 @@ __all__ = [
 
 #: Columns of the uplink table (one row per user and round).
 UPLINK_COLUMNS = ("round", "user", "n_train", *RATE_FIELDS, "bits_coded", "bits_fixed")
+#: Columns of the kept table (one row per round, user and update tensor): the tensor's
+#: ``entries``, how many of them were ``kept`` (sent) and the ``fraction`` kept / entries.
+KEPT_COLUMNS = ("round", "user", "tensor", "entries", "kept", "fraction")
 
 
 class Compressor(Protocol):
@@ -137,6 +144,32 @@ def send(
     return Sent(recon, row, kept(payload, ctx) if kept is not None else None)
 
 
+def kept_masks(
+    recon: Mapping[str, torch.Tensor], kept: Mapping[str, torch.Tensor] | None
+) -> dict[str, torch.Tensor]:
+    """Name -> bool mask (the entry's shape, CPU) of the sent entries: the compressor's
+    ``kept`` masks, or, from a compressor without them, the non-zero reconstruction."""
+    return {
+        n: (kept[n] if kept is not None else r != 0).detach().to("cpu").bool()
+        for n, r in recon.items()
+    }
+
+
+def kept_rows(
+    rnd: int, user: int, masks: Mapping[str, torch.Tensor]
+) -> list[dict[str, int | float | str]]:
+    """One :data:`KEPT_COLUMNS` row per tensor of :func:`kept_masks`, in the update's order."""
+    rows = []
+    for name, mask in masks.items():
+        entries, n_kept = mask.numel(), int(mask.sum())
+        fraction = n_kept / entries if entries else float("nan")
+        rows.append(
+            {"round": rnd, "user": user, "tensor": name, "entries": entries, "kept": n_kept,
+             "fraction": fraction}
+        )  # fmt: skip
+    return rows
+
+
 def update_snapshot(
     update: Mapping[str, torch.Tensor],
     recon: Mapping[str, torch.Tensor],
@@ -144,14 +177,12 @@ def update_snapshot(
 ) -> dict[str, dict[str, torch.Tensor]]:
     """``{"before", "after", "kept"}`` of one update (float32, float32, bool; CPU, the
     entries' shapes). Without masks from the compressor, an entry counts as kept when its
-    reconstruction is non-zero."""
+    reconstruction is non-zero (:func:`kept_masks`)."""
+    masks = kept_masks({n: recon[n] for n in update}, kept)
     return {
         "before": {n: t.detach().to("cpu", torch.float32).clone() for n, t in update.items()},
         "after": {n: recon[n].detach().to("cpu", torch.float32).clone() for n in update},
-        "kept": {
-            n: (kept[n] if kept is not None else recon[n] != 0).detach().to("cpu").bool().clone()
-            for n in update
-        },
+        "kept": {n: masks[n].clone() for n in update},
     }
 
 
