@@ -28,7 +28,7 @@ rule train_lossless:
         "results/logs/lossless/{model}/run{run}/train.log",
     benchmark:
         "results/benchmarks/train_lossless/{model}/run{run}.tsv"
-    threads: LOSSLESS["threads"]
+    threads: LOSSLESS.threads
     resources:
         mem_mb=rule_resource("train_lossless", "mem_mb"),
         runtime=rule_resource("train_lossless", "runtime"),
@@ -45,12 +45,12 @@ rule fit_lossless:
     output:
         fits=f"{LOSSLESS_RUN}/fits.tsv",
     params:
-        families=LOSSLESS["fit"]["families"],
-        floc=LOSSLESS["fit"]["floc"],
-        min_entries=LOSSLESS["fit"]["min_entries"],
-        kinds=LOSSLESS["fit"]["kinds"],
-        seed=LOSSLESS["fit"]["seed"],
-        zero_atom=LOSSLESS["fit"]["zero_atom"],
+        families=LOSSLESS.fit["families"],
+        floc=LOSSLESS.fit["floc"],
+        skip_below=LOSSLESS.fit["skip_below"],
+        kinds=LOSSLESS.fit["kinds"],
+        seed=LOSSLESS.fit["seed"],
+        zero_atom=LOSSLESS.fit["zero_atom"],
     log:
         "results/logs/lossless/{model}/run{run}/fit.log",
     benchmark:
@@ -73,7 +73,7 @@ rule code_lossless:
     output:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
-        coding=LOSSLESS["coding"],
+        coding=LOSSLESS.coding,
     log:
         "results/logs/lossless/{model}/run{run}/code.log",
     benchmark:
@@ -97,8 +97,8 @@ rule tensor_positions:
     output:
         positions=POSITIONS_TSV,
     params:
-        min_entries=LOSSLESS["fit"]["min_entries"],
-        overrides=lambda wc: LOSSLESS["positions"].get(wc.model, {}),
+        skip_below=LOSSLESS.fit["skip_below"],
+        overrides=lambda wc: LOSSLESS.positions.get(wc.model, {}),
     log:
         "results/logs/lossless/{model}/positions.log",
     threads: 1
@@ -121,8 +121,8 @@ rule figure_L1:
         png=report("results/figures/L1_{model}.png", caption="../report/L1.rst", category="Paper L", subcategory="{model}"),
         pdf="results/figures/L1_{model}.pdf",
     params:
-        kind=FIGURES["lossless_kind"],
-        bins=FIGURES["histogram_bins"],
+        kind=FIGURES.lossless_kind,
+        bins=FIGURES.histogram_bins,
     log:
         "results/logs/figures/L1_{model}.log",
     threads: 1
@@ -139,13 +139,13 @@ rule figure_L2:
     input:
         fits=lambda wc: figure_run_file(wc, "fits.tsv"),
         positions=POSITIONS_TSV,
-        dump=lambda wc: figure_run_file(wc, f"grads/epoch{LOSSLESS['epochs']}.safetensors"),
+        dump=lambda wc: figure_run_file(wc, f"grads/epoch{LOSSLESS.epochs}.safetensors"),
         summary=CIFAR10_SUMMARY,
     output:
         png=report("results/figures/L2_{model}.png", caption="../report/L2.rst", category="Paper L", subcategory="{model}"),
         pdf="results/figures/L2_{model}.pdf",
     params:
-        kind=FIGURES["lossless_kind"],
+        kind=FIGURES.lossless_kind,
     log:
         "results/logs/figures/L2_{model}.log",
     threads: 1
@@ -239,7 +239,7 @@ rule table_T1:
 rule table_T2:
     input:
         fits=[f"{run_dir(m, r)}/fits.tsv" for m, r in lossless_runs()],
-        positions=[POSITIONS_TSV.format(model=m) for m in LOSSLESS["models"]],
+        positions=[POSITIONS_TSV.format(model=m) for m in LOSSLESS.models],
     output:
         tsv=report("results/tables/T2.tsv", caption="../report/T2.rst", category="Paper L", subcategory="tables"),
         md="results/tables/T2.md",
