@@ -24,6 +24,7 @@ from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, LloydQuantizer
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.powersgd import PowerSGD
+from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.qsgd import QSGD, QSGDEliasCode, qsgd_variance_bound
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.rates import (
@@ -61,6 +62,7 @@ from gradcomp.compression.value_quantizers import (
 )
 
 __all__ = [
+    "Compressor",
     "FLOAT_BITS",
     "LLOYD_FAMILIES",
     "QSGD",

@@ -36,9 +36,10 @@ from typing import Any
 
 import pandas as pd
 
+from gradcomp.compression.protocol import Compressor
 from gradcomp.data import Cifar10
 from gradcomp.lossy.federated import FederatedSettings, Federation
-from gradcomp.lossy.uplink import Compressor, aggregate, model_update, send
+from gradcomp.lossy.uplink import aggregate, model_update, send
 
 log = logging.getLogger(__name__)
 

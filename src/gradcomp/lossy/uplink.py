@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
+from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.rates import RATE_FIELDS, RateBreakdown
 
 __all__ = [
@@ -30,25 +31,6 @@ __all__ = [
 
 #: Columns of the uplink table (one row per user and round).
 UPLINK_COLUMNS = ("round", "user", "n_train", *RATE_FIELDS, "bits_coded", "bits_fixed")
-
-
-class Compressor(Protocol):
-    """One user's uplink compressor; may keep state (error feedback) across rounds.
-
-    Optional: ``kept_masks(payload, ctx) -> {name: bool tensor}``, the entries it selected.
-    """
-
-    def compress(self, update: dict[str, torch.Tensor]) -> tuple[Any, Any]:
-        """Update (name -> tensor) -> (payload, ctx)."""
-        ...
-
-    def decompress(self, payload: Any, ctx: Any) -> dict[str, torch.Tensor]:
-        """The server's reconstruction of the update, with the same names and shapes."""
-        ...
-
-    def rate(self, payload: Any, ctx: Any) -> RateBreakdown:
-        """Uplink bits of ``payload`` by part."""
-        ...
 
 
 def model_update(
