@@ -13,14 +13,16 @@ min_version("9.0")
 # job runs in this venv, in a conda env (--sdm conda) or on a cluster node (Snakemake puts
 # this process's sys.path folders on the script's path).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from gradcomp.config import validate_config  # noqa: E402
+from gradcomp.study import load_study  # noqa: E402
 
 
 # The CPU-scale defaults, found from any working directory; --configfile goes on top.
 configfile: Path(workflow.basedir) / "config/config.yaml"
 
 
-validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+# The config, validated against the schema and checked across keys, as one typed object that
+# the rules read (gradcomp.study); a bad key stops the run here, before any job starts.
+STUDY = load_study(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"

@@ -36,6 +36,13 @@ TINY_CONFIG = {
         "one_round": {"reference": "none", "seeds": [0, 1], "rounds": 2},
         "warm_start": {"epochs": 1, "batch_size": 16},
         "full_runs": None,
+        "distortion_study": {
+            "compressor": "gennorm",
+            "rate": 2,
+            "M": 2,
+            "tensor": "fc1.weight",
+            "rates": [1, 2],
+        },
         "compressors": [
             {"name": "dense", "quantizer": "none", "sparsifier": "none"},
             {"name": "none", "quantizer": "none"},
@@ -49,11 +56,7 @@ TINY_CONFIG = {
             },
         ],
     },
-    "figures": {
-        "y4": {"compressor": "gennorm", "rate": 2, "M": 2, "tensors": ["fc1.weight", "fc2.weight"]},
-        "y5_tensor": "fc1.weight",
-        "y5_rates": [1, 2],
-    },
+    "figures": {"y4": {"tensors": ["fc1.weight", "fc2.weight"]}},
     "device": "cpu",
 }
 

@@ -156,7 +156,7 @@ def test_amax_scaling_rows_in_the_run_table(tmp_path: Path) -> None:
     path = tmp_path / "epoch1.safetensors"
     kinds = {"epoch_avg": {"w": tensor}, "last_batch": {"w": tensor}}
     write_dump(path, kinds, {"epoch": 1, "n_batches": 5})
-    fits = fit_run([path], model="m", run=0, families=["gennorm"], floc=None, min_entries=10)
+    fits = fit_run([path], model="m", run=0, families=["gennorm"], floc=None, skip_below=10)
     table = code_run(
         [path], fits, model="m", run=0, families=["gennorm"],
         accountings=["exact"], scalings=["none", "amax"], general_purpose=False,

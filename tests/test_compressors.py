@@ -493,7 +493,7 @@ def test_random_k_with_error_feedback_keeps_its_memory_bounded():
 def test_non_integer_M_is_refused_naming_the_config_key(M):
     """Planted bug / old behaviour: ``M: [0, 0.5]`` passed and was stored as int(M), so
     two runs had one name (R2_M0)."""
-    from gradcomp.compression.specs import compressor_variants
+    from gradcomp.compression.entries import compressor_variants
     from gradcomp.config import ConfigError
 
     entry = {"name": "lloydgn", "quantizer": "lloyd", "family": "gennorm", "rates": [2], "M": M}

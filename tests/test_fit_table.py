@@ -33,15 +33,15 @@ def laplace_dumps(tmp_path: Path) -> list[Path]:
 
 def test_default_and_configured_positions(laplace_dumps) -> None:
     dump = read_dump(laplace_dumps[0])
-    assert tensor_positions(dump, min_entries=256) == {
+    assert tensor_positions(dump, skip_below=256) == {
         "lower": "a.weight", "middle": "b.weight", "upper": "c.weight",
     }  # fmt: skip
-    chosen = tensor_positions(dump, min_entries=256, overrides={"middle": "a.weight"})
+    chosen = tensor_positions(dump, skip_below=256, overrides={"middle": "a.weight"})
     assert chosen["middle"] == "a.weight"
     with pytest.raises(ValueError, match="not among the dumped tensors"):
-        tensor_positions(dump, min_entries=256, overrides={"upper": "zzz"})
+        tensor_positions(dump, skip_below=256, overrides={"upper": "zzz"})
     with pytest.raises(ValueError, match="unknown tensor position"):
-        tensor_positions(dump, min_entries=256, overrides={"top": "a.weight"})
+        tensor_positions(dump, skip_below=256, overrides={"top": "a.weight"})
 
 
 def test_fit_run_rows_and_laplace_wins(laplace_dumps) -> None:
@@ -51,7 +51,7 @@ def test_fit_run_rows_and_laplace_wins(laplace_dumps) -> None:
         run=3,
         families=["norm", "laplace", "gennorm"],
         floc=None,
-        min_entries=256,
+        skip_below=256,
     )
     assert list(table.columns) == list(FIT_COLUMNS)
     # 2 epochs x 2 kinds x 3 fitted tensors (the bias is too small) x 3 families
@@ -70,7 +70,7 @@ def test_fitted_from_row_roundtrip(laplace_dumps) -> None:
         run=0,
         families=["gennorm"],
         floc=0.0,
-        min_entries=256,
+        skip_below=256,
         kinds=["epoch_avg"],
     )
     row = table.iloc[0]
@@ -86,7 +86,7 @@ def test_bad_tensor_names_epoch_and_tensor(tmp_path: Path, live: int) -> None:
     bad.view(-1)[:live] = 0.125
     path = make_dump(tmp_path / "epoch7.safetensors", 7, {"dead.weight": bad})
     with pytest.raises(GradientDataError, match=r"toy run1 epoch7 epoch_avg dead\.weight"):
-        fit_run([path], model="toy", run=1, families=["norm"], floc=None, min_entries=10)
+        fit_run([path], model="toy", run=1, families=["norm"], floc=None, skip_below=10)
 
 
 def test_exact_zeros_are_an_atom_and_bound_fits_are_flagged(tmp_path: Path, caplog) -> None:
@@ -95,7 +95,7 @@ def test_exact_zeros_are_an_atom_and_bound_fits_are_flagged(tmp_path: Path, capl
     values[:8] = 0.0  # 8 dead units of 50 inputs: 20% exact zeros
     tensor = torch.from_numpy(values.astype(np.float32))
     path = make_dump(tmp_path / "epoch2.safetensors", 2, {"fc.weight": tensor})
-    kw = {"model": "toy", "run": 0, "families": ["gennorm"], "floc": None, "min_entries": 10}
+    kw = {"model": "toy", "run": 0, "families": ["gennorm"], "floc": None, "skip_below": 10}
     atom = fit_run([path], **kw).iloc[0]
     assert atom["p0"] == 0.2 and not atom["shape_at_bound"]
     assert 0.8 < atom["beta"] < 1.25

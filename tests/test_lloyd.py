@@ -7,15 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from gradcomp.quantization.lloyd import (
-    LevelQuantizer,
+from gradcomp.quantization.level_quantizer import LevelQuantizer
+from gradcomp.quantization.lloyd import lloyd_design
+from gradcomp.quantization.symmetric_law import (
     SymmetricLaw,
     expected_distortion,
-    lloyd_design,
     partial_moments,
     reference_partial_moments_quad,
-    uniform_minmax_levels,
 )
+from gradcomp.quantization.uniform_levels import uniform_minmax_levels
 
 NORM = {"loc": 0.0, "scale": 1.0}
 LAWS = [

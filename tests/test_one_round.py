@@ -36,7 +36,7 @@ class Recording:
 
 
 def per_round(spec):
-    """The factory the workflow's one_round_run gives the study."""
+    """The factory the workflow's one_round_stage gives the study."""
     return lambda user, rnd: compressor_factory(spec, SEED, rnd=rnd)(user)
 
 

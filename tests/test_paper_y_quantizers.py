@@ -10,8 +10,9 @@ import torch
 
 from gradcomp.compression import GaussianChannel, build_compressor
 from gradcomp.quantization.kmeans import weighted_kmeans
-from gradcomp.quantization.lloyd import expected_distortion, lloyd_design
+from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.rate_distortion import distortion_rate_curve
+from gradcomp.quantization.symmetric_law import expected_distortion
 
 
 @pytest.mark.parametrize("M", [0, 2])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from gradcomp.quantization.lloyd import SymmetricLaw, lloyd_design
+from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.rate_distortion import (
     blahut_arimoto,
     discretise,
@@ -12,6 +12,7 @@ from gradcomp.quantization.rate_distortion import (
     high_rate_distortion,
     weighted_distortion_matrix,
 )
+from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 RATES = np.arange(0.0, 5.01, 0.5)
 LN2 = math.log(2.0)

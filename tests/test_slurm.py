@@ -8,8 +8,8 @@ Opt-in: needs running SLURM daemons and snakemake-executor-plugin-slurm. As root
 
 The tiny config of tests/conftest.py runs paper L's lossless chain (prepare_cifar10,
 train_lossless, fit_lossless, code_lossless, table_T1, table_T2) once locally and once
-through ``--profile profiles/slurm --profile profiles/slurm-local`` (the second layer drops
-the GPU requests: the test cluster has none); the data outputs must be equal byte for byte
+through ``--profile profiles/slurm --profile profiles/slurm-local`` (the tiny config asks
+for no GPU: the test cluster has none); the data outputs must be equal byte for byte
 (figures are not targeted: PNG/PDF carry metadata). Then a train_lossless job is cancelled
 with scancel while it runs, twice (the profile's ``retries: 1`` resubmits it once, the
 second cancel makes the run fail), and a rerun must complete with the same outputs.

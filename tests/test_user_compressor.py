@@ -81,10 +81,15 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     (work / "mycompressors.py").write_text(doc_block("python"))  # importable from the workdir
     compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["compressors"]
     reference = {"name": "none", "quantizer": "none"}  # the one-round study's trajectory
-    lossy = {**TINY_CONFIG["lossy"], "compressors": [reference, *compressors], "seeds": [0]}
-    y4 = {**TINY_CONFIG["figures"]["y4"], "compressor": "mine", "rate": 3, "M": 0}
+    study = {**TINY_CONFIG["lossy"]["distortion_study"], "compressor": "mine", "rate": 3, "M": 0}
+    lossy = {
+        **TINY_CONFIG["lossy"],
+        "compressors": [reference, *compressors],
+        "seeds": [0],
+        "distortion_study": study,
+        "baseline": "mine",
+    }
     config = {**TINY_CONFIG, "cifar10": str(tree), "lossy": lossy}
-    config["figures"] = {**TINY_CONFIG["figures"], "y4": y4, "paired_baseline": "mine"}
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     run = "results/lossy/mlp/mine/R3_M0/seed0/uplink.tsv"  # one of the entry's runs
     run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=[run])

@@ -12,7 +12,7 @@ from conftest import write_batches_tree
 from gradcomp.data import load_cifar10, prepare_cifar10
 from gradcomp.lossy.federated import FederatedSettings, Federation, run_federated
 from gradcomp.lossy.uplink import compressor_factory
-from gradcomp.lossy.warm_start import WarmStartSettings, pretrain, pretrain_run
+from gradcomp.lossy.warm_start import WarmStartSettings, pretrain, warm_start_stage
 from gradcomp.models import build_model
 from gradcomp.training import evaluate
 
@@ -88,7 +88,7 @@ def test_warm_start_file_and_missing_pool(tiny_cifar, tmp_path) -> None:
         },
         tmp_path / "c.pt",
     )  # fmt: skip
-    rows = pretrain_run(tmp_path / "c.pt", {"model": "mlp", "epochs": 2}, tmp_path / "w.pt")
+    rows = warm_start_stage(tmp_path / "c.pt", {"model": "mlp", "epochs": 2}, tmp_path / "w.pt")
     blob = torch.load(tmp_path / "w.pt", weights_only=True)
     assert [r["epoch"] for r in rows] == [1, 2] and blob["settings"]["epochs"] == 2
     assert set(blob["state"]) == set(build_model("mlp").state_dict())

@@ -218,8 +218,8 @@ def test_plot_option_reruns_only_plotting(tiny_workdir: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "derived"),
     [
-        ("figures={y4: {compressor: gennorm, rate: 2, M: 2, tensors: [fc2.weight]}}", set()),
-        ("figures={y5_tensor: fc2.weight}", {"distortion_study"}),
+        ("figures={y4: {tensors: [fc2.weight]}}", set()),
+        ("lossy={distortion_study: {tensor: fc2.weight}}", {"distortion_study"}),
         ("lossless={positions: {mlp: {middle: fc1.weight}}}", {"tensor_positions"}),
     ],
 )

@@ -14,9 +14,10 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, validators
 
+from gradcomp.compression.entries import compressor_variants
+from gradcomp.errors import ConfigError
 
-class ConfigError(ValueError):
-    """The config does not match the schema; the message lists each offending key."""
+__all__ = ["ConfigError", "DefaultFillingValidator", "key_path", "validate_config"]
 
 
 def _with_defaults(validator_class):
@@ -48,7 +49,11 @@ def _coerce_strings(config: dict[str, Any], validator) -> None:
     """Turn strings into the numbers or booleans the schema asks for, in place.
 
     Snakemake parses nested ``--config`` values (``--config figures='{histogram_bins: 40}'``)
-    with YAML's BaseLoader, which keeps every scalar a string.
+    with YAML's BaseLoader, which keeps every scalar a string, also inside lists and
+    mappings (``lossy={compressors: [{name: x, rates: [2]}]}`` gives ``rates: ['2']``). Every
+    string where the schema asks for another type is read as YAML and replaced when that gives
+    a non-string, at any depth (the keys of a ``lossy.compressors`` entry are typed in the
+    schema for this); a string that stays a string is left for the validation to report.
     """
     changed = True
     while changed:
@@ -57,7 +62,10 @@ def _coerce_strings(config: dict[str, Any], validator) -> None:
             path = err.absolute_path
             if err.validator != "type" or not isinstance(err.instance, str) or not path:
                 continue
-            value = yaml.safe_load(err.instance)
+            try:
+                value = yaml.safe_load(err.instance)
+            except yaml.YAMLError:
+                continue
             if isinstance(value, str):
                 continue
             node = config
@@ -87,7 +95,5 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
                 lines.append(f"config key '{key_path(err)}': {err.message}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
     # The compressor entries are checked where compressors are built, in one place.
-    from gradcomp.compression.specs import compressor_variants
-
     compressor_variants(config["lossy"])
     return config

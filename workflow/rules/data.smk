@@ -3,11 +3,11 @@ rule prepare_cifar10:
         cache=CIFAR10_CACHE,
         summary=CIFAR10_SUMMARY,
     params:
-        source=config["cifar10"],
-        train_subset=config["data"]["train_subset"],
-        test_subset=config["data"]["test_subset"],
-        pretrain_subset=config["data"].get("pretrain_subset"),
-        seed=config["data"]["subset_seed"],
+        source=STUDY.data.source,
+        train_subset=STUDY.data.train_subset,
+        test_subset=STUDY.data.test_subset,
+        pretrain_subset=STUDY.data.pretrain_subset,
+        seed=STUDY.data.subset_seed,
         download_root="results/data/download",
     log:
         "results/logs/data/prepare_cifar10.log",

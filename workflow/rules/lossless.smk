@@ -14,12 +14,12 @@ localrules:
     table_T2,
 
 from gradcomp.coding.registry import coder_specs
-from gradcomp.config import ConfigError
+from gradcomp.errors import ConfigError
 
 # The coders of coding.tsv, T1 and L5, checked here before any job (a user's class is
 # imported now): the error names the key, lossless.coding.coders.<i>.
 try:
-    CODERS = coder_specs(LOSSLESS["coding"])
+    CODERS = coder_specs(LOSSLESS.coding)
 except ValueError as exc:
     raise ConfigError(str(exc)) from None
 L5_CODERS = [{"name": c.name, "color": c.color} for c in CODERS if c.figure]
@@ -39,7 +39,7 @@ rule train_lossless:
         "results/logs/lossless/{model}/run{run}/train.log",
     benchmark:
         "results/benchmarks/train_lossless/{model}/run{run}.tsv"
-    threads: LOSSLESS["threads"]
+    threads: LOSSLESS.threads
     resources:
         mem_mb=rule_resource("train_lossless", "mem_mb"),
         runtime=rule_resource("train_lossless", "runtime"),
@@ -56,12 +56,12 @@ rule fit_lossless:
     output:
         fits=f"{LOSSLESS_RUN}/fits.tsv",
     params:
-        families=LOSSLESS["fit"]["families"],
-        floc=LOSSLESS["fit"]["floc"],
-        min_entries=LOSSLESS["fit"]["min_entries"],
-        kinds=LOSSLESS["fit"]["kinds"],
-        seed=LOSSLESS["fit"]["seed"],
-        zero_atom=LOSSLESS["fit"]["zero_atom"],
+        families=LOSSLESS.fit["families"],
+        floc=LOSSLESS.fit["floc"],
+        skip_below=LOSSLESS.fit["skip_below"],
+        kinds=LOSSLESS.fit["kinds"],
+        seed=LOSSLESS.fit["seed"],
+        zero_atom=LOSSLESS.fit["zero_atom"],
     log:
         "results/logs/lossless/{model}/run{run}/fit.log",
     benchmark:
@@ -84,7 +84,7 @@ rule code_lossless:
     output:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
-        coding=LOSSLESS["coding"],
+        coding=LOSSLESS.coding,
     log:
         "results/logs/lossless/{model}/run{run}/code.log",
     benchmark:
@@ -108,8 +108,8 @@ rule tensor_positions:
     output:
         positions=POSITIONS_TSV,
     params:
-        min_entries=LOSSLESS["fit"]["min_entries"],
-        overrides=lambda wc: LOSSLESS["positions"].get(wc.model, {}),
+        skip_below=LOSSLESS.fit["skip_below"],
+        overrides=lambda wc: LOSSLESS.positions.get(wc.model, {}),
     log:
         "results/logs/lossless/{model}/positions.log",
     threads: 1
@@ -132,8 +132,8 @@ rule figure_L1:
         png=report("results/figures/L1_{model}.png", caption="../report/L1.rst", category="Paper L", subcategory="{model}"),
         pdf="results/figures/L1_{model}.pdf",
     params:
-        kind=FIGURES["lossless_kind"],
-        bins=FIGURES["histogram_bins"],
+        kind=FIGURES.lossless_kind,
+        bins=FIGURES.histogram_bins,
     log:
         "results/logs/figures/L1_{model}.log",
     threads: 1
@@ -150,13 +150,13 @@ rule figure_L2:
     input:
         fits=lambda wc: figure_run_file(wc, "fits.tsv"),
         positions=POSITIONS_TSV,
-        dump=lambda wc: figure_run_file(wc, f"grads/epoch{LOSSLESS['epochs']}.safetensors"),
+        dump=lambda wc: figure_run_file(wc, f"grads/epoch{LOSSLESS.epochs}.safetensors"),
         summary=CIFAR10_SUMMARY,
     output:
         png=report("results/figures/L2_{model}.png", caption="../report/L2.rst", category="Paper L", subcategory="{model}"),
         pdf="results/figures/L2_{model}.pdf",
     params:
-        kind=FIGURES["lossless_kind"],
+        kind=FIGURES.lossless_kind,
     log:
         "results/logs/figures/L2_{model}.log",
     threads: 1
@@ -252,7 +252,7 @@ rule table_T1:
 rule table_T2:
     input:
         fits=[f"{run_dir(m, r)}/fits.tsv" for m, r in lossless_runs()],
-        positions=[POSITIONS_TSV.format(model=m) for m in LOSSLESS["models"]],
+        positions=[POSITIONS_TSV.format(model=m) for m in LOSSLESS.models],
     output:
         tsv=report("results/tables/T2.tsv", caption="../report/T2.rst", category="Paper L", subcategory="tables"),
         md="results/tables/T2.md",

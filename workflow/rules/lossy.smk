@@ -24,7 +24,7 @@ rule warm_start:
         "results/logs/lossy/{model}/warm_start.log",
     benchmark:
         "results/benchmarks/warm_start/{model}.tsv"
-    threads: LOSSY["threads"]
+    threads: LOSSY.threads
     resources:
         mem_mb=rule_resource("warm_start", "mem_mb"),
         runtime=rule_resource("warm_start", "runtime"),
@@ -52,10 +52,10 @@ rule federated:
         settings=federated_settings,
         spec=compressor_spec,
     log:
-        "results/logs/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}.log",
+        f"results/logs/lossy/{{model}}/{VARIANT_WILDCARDS}/seed{{seed}}.log",
     benchmark:
-        "results/benchmarks/federated/{model}/{compressor}/R{rate}_M{m}/seed{seed}.tsv"
-    threads: LOSSY["threads"]
+        f"results/benchmarks/federated/{{model}}/{VARIANT_WILDCARDS}/seed{{seed}}.tsv"
+    threads: LOSSY.threads
     resources:
         mem_mb=rule_resource("federated", "mem_mb"),
         runtime=rule_resource("federated", "runtime"),
@@ -75,12 +75,12 @@ rule one_round_study:
     params:
         settings=one_round_settings,
         specs=one_round_specs,
-        reference=variant_label(*_reference[0]),
+        reference=LOSSY.reference.label,
     log:
         "results/logs/lossy/{model}/one_round/seed{seed}.log",
     benchmark:
         "results/benchmarks/one_round_study/{model}/seed{seed}.tsv"
-    threads: LOSSY["threads"]
+    threads: LOSSY.threads
     resources:
         mem_mb=rule_resource("one_round_study", "mem_mb"),
         runtime=rule_resource("one_round_study", "runtime"),
@@ -102,10 +102,10 @@ rule distortion_study:
             subcategory="{model}",
         ),
     params:
-        tensor=lambda wc: figure_tensors(wc, "y5"),
-        rates=FIGURES["y5_rates"],
+        tensor=y5_tensor,
+        rates=list(DISTORTION.rates),
         Ms=sorted({m for _, _, m in VARIANTS} | {0}),
-        slip=LOSSY["slip"],
+        slip=LOSSY.slip,
     log:
         "results/logs/lossy/{model}/distortion_study.log",
     benchmark:
@@ -125,7 +125,7 @@ rule figures_Y1_Y3:
         rounds=lambda wc: lossy_run_files(wc.model, "rounds.tsv"),
         summary=CIFAR10_SUMMARY,
     params:
-        quantizers=QUANTIZER_OF,
+        kinds=KINDS,
     output:
         y1=report("results/figures/Y1_{model}.png", caption="../report/Y1.rst", category="Paper Y", subcategory="{model}"),
         y1_pdf="results/figures/Y1_{model}.pdf",
@@ -153,8 +153,13 @@ rule figure_Y4:
         png=report("results/figures/Y4_{model}.png", caption="../report/Y4.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y4_{model}.pdf",
     params:
-        run=lambda wc: {**FIGURES["y4"], "tensors": figure_tensors(wc, "y4")},
-        bins=FIGURES["histogram_bins"],
+        run=lambda wc: dict(
+            compressor=DISTORTION.compressor,
+            rate=DISTORTION.rate,
+            M=DISTORTION.M,
+            tensors=y4_tensors(wc),
+        ),
+        bins=FIGURES.histogram_bins,
     log:
         "results/logs/figures/Y4_{model}.log",
     threads: 1
@@ -175,7 +180,7 @@ rule figure_Y5:
         png=report("results/figures/Y5_{model}.png", caption="../report/Y5.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y5_{model}.pdf",
     params:
-        tensor=lambda wc: figure_tensors(wc, "y5"),
+        tensor=y5_tensor,
     log:
         "results/logs/figures/Y5_{model}.log",
     threads: 1
@@ -196,7 +201,7 @@ rule figure_Y6:
         png=report("results/figures/Y6_{model}.png", caption="../report/Y6.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y6_{model}.pdf",
     params:
-        quantizers=QUANTIZER_OF,
+        kinds=KINDS,
         baseline=BASELINE,
         pairable=PAIRABLE,
     log:
@@ -213,12 +218,12 @@ rule figure_Y6:
 
 rule table_T4:
     input:
-        tables=[f for model in LOSSY["models"] for f in one_round_files(model)],
+        tables=[f for model in LOSSY.models for f in one_round_files(model)],
     output:
         tsv=report("results/tables/T4.tsv", caption="../report/T4.rst", category="Paper Y", subcategory="tables"),
         md="results/tables/T4.md",
     params:
-        quantizers=QUANTIZER_OF,
+        kinds=KINDS,
         baseline=BASELINE,
         pairable=PAIRABLE,
     log:
@@ -235,10 +240,10 @@ rule table_T4:
 
 rule table_T3:
     input:
-        rounds=[f for model in LOSSY["models"] for f in lossy_run_files(model, "rounds.tsv")],
-        uplink=[f for model in LOSSY["models"] for f in lossy_run_files(model, "uplink.tsv")],
+        rounds=[f for model in LOSSY.models for f in lossy_run_files(model, "rounds.tsv")],
+        uplink=[f for model in LOSSY.models for f in lossy_run_files(model, "uplink.tsv")],
     params:
-        quantizers=QUANTIZER_OF,
+        kinds=KINDS,
         baseline=BASELINE,
         pairable=PAIRABLE,
     output:
@@ -264,7 +269,7 @@ rule figure_Y7:
         png=report("results/figures/Y7_{model}.png", caption="../report/Y7.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y7_{model}.pdf",
     params:
-        quantizers=QUANTIZER_OF,
+        kinds=KINDS,
     log:
         "results/logs/figures/Y7_{model}.log",
     threads: 1
@@ -279,7 +284,7 @@ rule figure_Y7:
 
 rule table_T5:
     input:
-        tables=[f for model in LOSSY["models"] for f in one_round_files(model)],
+        tables=[f for model in LOSSY.models for f in one_round_files(model)],
     output:
         tsv=report("results/tables/T5.tsv", caption="../report/T5.rst", category="Paper Y", subcategory="tables"),
         md="results/tables/T5.md",

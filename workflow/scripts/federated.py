@@ -3,11 +3,11 @@
 from pathlib import Path
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.run_files import federated_run
+from gradcomp.lossy.run_files import federated_stage
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
-federated_run(
+federated_stage(
     Path(sm.input.data),
     dict(sm.params.settings),
     dict(sm.params.spec),

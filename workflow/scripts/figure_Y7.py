@@ -8,7 +8,7 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
 figure_y7(
     list(sm.input.tables),
-    dict(sm.params.quantizers),
+    dict(sm.params.kinds),
     sm.output.png,
     title=f"Y7 {sm.wildcards.model}: compressors at the bits they spend, one round from the "
     "same updates (mean and 95% interval over seeds)\n" + data_source_label(sm.input.summary),

@@ -12,7 +12,7 @@ fit_lossless(
     run=int(sm.wildcards.run),
     families=sm.params.families,
     floc=sm.params.floc,
-    min_entries=sm.params.min_entries,
+    skip_below=sm.params.skip_below,
     kinds=sm.params.kinds,
     seed=sm.params.seed,
     zero_atom=sm.params.zero_atom,

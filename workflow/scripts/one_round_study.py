@@ -1,11 +1,11 @@
 """Snakemake script: the one-round paired study of every compressor along one trajectory."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.one_round import one_round_run
+from gradcomp.lossy.one_round import one_round_stage
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
-one_round_run(
+one_round_stage(
     sm.input.data,
     dict(sm.params.settings),
     dict(sm.params.specs),

@@ -11,6 +11,6 @@ positions_table(
     Path(sm.input.dump),
     Path(sm.output.positions),
     model=sm.wildcards.model,
-    min_entries=sm.params.min_entries,
+    skip_below=sm.params.skip_below,
     overrides=dict(sm.params.overrides),
 )

@@ -1,11 +1,11 @@
 """Snakemake script: the central warm start of paper Y's federation."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.warm_start import pretrain_run
+from gradcomp.lossy.warm_start import warm_start_stage
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
-pretrain_run(
+warm_start_stage(
     sm.input.data,
     dict(sm.params.settings),
     sm.output.state,

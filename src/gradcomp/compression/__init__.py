@@ -6,7 +6,9 @@ One idea per module: :mod:`~gradcomp.compression.rates` (uplink bits by part),
 interface and simple kinds; one module per model-based kind, :mod:`~.registry` maps names to
 classes), :mod:`~gradcomp.compression.update_compression` (a whole update
 through one compressor: ``compress`` / ``decompress`` / ``rate``) and
-:mod:`~gradcomp.compression.specs` (checking and building compressors from plain dicts).
+:mod:`~gradcomp.compression.specs` (checking and building compressors from plain dicts),
+:mod:`~gradcomp.compression.entries` (config entries expanded into variants) and
+:mod:`~gradcomp.compression.protocol` (the interface a user's compressor implements).
 
 The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
 :mod:`~gradcomp.compression.terngrad` (both on
@@ -16,11 +18,13 @@ The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
 through :mod:`~gradcomp.compression.user_compressors`.
 """
 
+from gradcomp.compression.entries import Variant, compressor_variants, entry_kind
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, LloydQuantizer
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.powersgd import PowerSGD
+from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.qsgd import QSGD, QSGDEliasCode, qsgd_variance_bound
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.rates import (
@@ -36,12 +40,10 @@ from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.specs import (
     UPDATE_COMPRESSORS,
     SpecError,
-    Variant,
     build_compressor,
     check_spec,
-    compressor_variants,
-    entry_kind,
     make_quantizer,
+    variant_label,
 )
 from gradcomp.compression.terngrad import TernGrad
 from gradcomp.compression.update_compression import (
@@ -60,6 +62,7 @@ from gradcomp.compression.value_quantizers import (
 )
 
 __all__ = [
+    "Compressor",
     "FLOAT_BITS",
     "LLOYD_FAMILIES",
     "QSGD",
@@ -95,6 +98,7 @@ __all__ = [
     "elias_gamma_bits",
     "entry_kind",
     "make_quantizer",
+    "variant_label",
     "position_code_bits",
     "qsgd_variance_bound",
 ]

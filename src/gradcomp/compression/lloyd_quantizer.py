@@ -42,8 +42,9 @@ from gradcomp.compression.value_quantizers import (
     level_values,
 )
 from gradcomp.distributions.fitting import FAMILIES as LLOYD_FAMILIES
-from gradcomp.quantization.lloyd import SymmetricLaw, lloyd_design
+from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.released_lloyd import released_design, released_labels
+from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 log = logging.getLogger(__name__)
 

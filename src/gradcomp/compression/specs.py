@@ -4,9 +4,7 @@ A *spec* is a plain dict describing one compressor at one rate and M (what one f
 uses); :func:`build_compressor` turns it into a compressor object: an :class:`UpdateCompressor`
 (memory, sparsifier, value quantizer, Huffman) for a ``quantizer`` kind, an update-level
 compressor of :data:`UPDATE_COMPRESSORS` for a ``compressor`` kind (PowerSGD), or a user's
-class for ``class`` (:mod:`~gradcomp.compression.user_compressors`). A *config entry*
-(an item of ``lossy.compressors``) describes a compressor over several rates and M values;
-:func:`compressor_variants` expands the entries into one checked spec per (name, rate, M).
+class for ``class`` (:mod:`~gradcomp.compression.user_compressors`).
 Both the workflow (before any job starts, with config key paths in the messages) and the
 library (on every build) go through :func:`check_spec`.
 
@@ -52,23 +50,14 @@ Spec keys (``None`` means absent):
   refused elsewhere). ``tcq`` takes a ``family`` like ``lloyd`` and a rate in 1..8.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
-A config entry takes ``name``, ``quantizer``, ``compressor``, ``class``, ``family``,
-``lloyd_fit``, ``sparsifier``, ``topk``, ``topk_budget_percent`` (null: the entry keeps its
-``topk`` whatever ``lossy.topk_budget_percent`` says), ``error_feedback``, ``memory_mode``,
-``memory_decay``, ``min_entries``, ``states`` and the option keys as above, and the lists ``rates``
-and ``M`` (default ``[0]``; integers, as they name the runs) whose product gives the
-variants; the other spec keys that its
-kind takes come from the ``lossy`` section. A ``class`` entry's keys other than ``name``, ``class``,
-``rates`` and ``M`` are its ``options``; without ``rates`` its variant has rate 0 (path
-``R0``) and no ``rate`` keyword.
+Config entries (items of ``lossy.compressors``) are expanded into specs by
+:mod:`gradcomp.compression.entries`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -89,11 +78,10 @@ __all__ = [
     "UPDATE_COMPRESSORS",
     "SpecError",
     "VARIANT_LABEL",
-    "Variant",
     "build_compressor",
     "check_spec",
-    "compressor_variants",
-    "entry_kind",
+    "is_int",
+    "is_number",
     "make_quantizer",
     "variant_label",
 ]
@@ -115,18 +103,6 @@ SPEC_KEYS = (
     "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip", "seed",
     "huffman", "compressor", "class", "options", "memory_mode", "states", *OPTION_KEYS,
 )  # fmt: skip
-#: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
-ENTRY_KEYS = (
-    "name", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
-    "sparsifier", "topk", "topk_budget_percent", "error_feedback", "memory_mode", "memory_decay",
-    "min_entries", "states", *OPTION_KEYS,
-)  # fmt: skip
-#: Keys an entry takes over from the ``lossy`` section unless it sets them itself.
-LOSSY_DEFAULTS = (
-    "topk", "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip",
-    "lloyd_fit",
-)  # fmt: skip
-_NAME = re.compile(r"^[a-z][a-z0-9]*$")
 
 
 class SpecError(ValueError):
@@ -137,11 +113,11 @@ class SpecError(ValueError):
         super().__init__(f"compressor spec key {key!r}: {message}")
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
@@ -192,7 +168,7 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         rate = cls.fixed_rate
     else:
         low, high = getattr(cls, "min_rate", 1), getattr(cls, "max_rate", 16)
-        if not (_is_int(rate) and low <= rate <= high):
+        if not (is_int(rate) and low <= rate <= high):
             raise SpecError(
                 "rate", f"{kind} needs an integer rate in {low}..{high} bits, got {rate!r}"
             )
@@ -201,7 +177,7 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     allowed_states = getattr(cls, "states_allowed", None)
     if allowed_states is not None:
         states = 8 if states is None else states
-        if not (_is_int(states) and states in allowed_states):
+        if not (is_int(states) and states in allowed_states):
             raise SpecError("states", f"{kind} takes states in {allowed_states}, got {states!r}")
     elif states is not None:
         raise SpecError("states", f"only trellis quantizers (tcq) take states, not {kind}")
@@ -219,16 +195,16 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if sparsifier not in SPARSIFIERS:
         raise SpecError("sparsifier", f"{sparsifier!r} is not one of {SPARSIFIERS}")
     topk = s.get("topk", 1.0)
-    if not (_is_number(topk) and 0 < topk <= 1):
+    if not (is_number(topk) and 0 < topk <= 1):
         raise SpecError("topk", f"must be a fraction in (0, 1], got {topk!r}")
     budget = s.get("topk_budget_percent")
     if budget is not None:
-        if not (_is_number(budget) and budget > 0):
+        if not (is_number(budget) and budget > 0):
             raise SpecError("topk_budget_percent", f"must be a number > 0, got {budget!r}")
         topk = min(1.0, budget / (100.0 * rate))
 
     min_entries = s.get("min_entries", 1000)
-    if not (_is_int(min_entries) and min_entries >= 0):
+    if not (is_int(min_entries) and min_entries >= 0):
         raise SpecError("min_entries", f"must be an integer >= 0, got {min_entries!r}")
 
     return _full_spec(
@@ -267,16 +243,16 @@ def _check_options(s: Mapping[str, Any], kind: str, cls: type) -> dict[str, Any]
 def _check_common(s: Mapping[str, Any], default_decay: float = 1.0) -> dict[str, Any]:
     """The checked keys every kind may take: M, the flags, memory decay and seed."""
     M = s.get("M", 0)
-    if not (_is_number(M) and M >= 0 and math.isfinite(M)):
+    if not (is_number(M) and M >= 0 and math.isfinite(M)):
         raise SpecError("M", f"must be a number >= 0, got {M!r}")
     for key in ("error_feedback", "slip", "huffman"):
         if key in s and not isinstance(s[key], bool):
             raise SpecError(key, f"must be true or false, got {s[key]!r}")
     decay = s.get("memory_decay", default_decay)
-    if not (_is_number(decay) and 0 <= decay <= 1):
+    if not (is_number(decay) and 0 <= decay <= 1):
         raise SpecError("memory_decay", f"must be in [0, 1], got {decay!r}")
     seed = s.get("seed", 0)
-    if not _is_int(seed):
+    if not is_int(seed):
         raise SpecError("seed", f"must be an integer, got {seed!r}")
     return {
         "M": float(M),
@@ -307,7 +283,7 @@ def _check_update_kind(s: Mapping[str, Any]) -> dict[str, Any]:
     options = getattr(cls, "options", {})
     _refuse_other_keys(s, kind, ("compressor", *cls.spec_keys, *options))
     rate = s.get("rate")
-    if not (_is_int(rate) and 1 <= rate <= cls.max_rate):
+    if not (is_int(rate) and 1 <= rate <= cls.max_rate):
         raise SpecError("rate", f"{kind} needs an integer rate in 1..{cls.max_rate}, got {rate!r}")
     common = {k: v for k, v in _check_common(s).items() if k in cls.spec_keys}
     common.update(_check_options(s, kind, cls))
@@ -322,7 +298,7 @@ def _check_class(s: Mapping[str, Any]) -> dict[str, Any]:
     except ValueError as err:
         raise SpecError("class", str(err)) from None
     rate = s.get("rate")
-    if rate is not None and not (_is_int(rate) and rate >= 0):
+    if rate is not None and not (is_int(rate) and rate >= 0):
         raise SpecError("rate", f"must be an integer >= 0, got {rate!r}")
     options = s.get("options", {})
     if not (isinstance(options, Mapping) and all(isinstance(k, str) for k in options)):
@@ -385,21 +361,6 @@ def build_compressor(
     )
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One federated run's compressor: entry ``name`` at ``rate`` and ``M``, with its spec."""
-
-    name: str
-    rate: int
-    M: int
-    spec: dict[str, Any]
-
-    @property
-    def label(self) -> str:
-        """``{name}/R{rate}_M{M}``: the run's folder, and the variant's label in tables."""
-        return variant_label(self.name, self.rate, self.M)
-
-
 #: A variant label (:func:`variant_label`) as a regex, groups ``compressor``, ``rate``, ``M``.
 VARIANT_LABEL = r"(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)"
 
@@ -407,108 +368,3 @@ VARIANT_LABEL = r"(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)"
 def variant_label(name: str, rate: int, M: int) -> str:
     """``{name}/R{rate}_M{M}``, matched by :data:`VARIANT_LABEL`."""
     return f"{name}/R{rate}_M{M}"
-
-
-def entry_kind(entry: Mapping[str, Any]) -> str:
-    """What builds a config entry's compressor: its quantizer or compressor kind, or "class"."""
-    if "class" in entry:
-        return "class"
-    return entry.get("quantizer") or entry.get("compressor") or ""
-
-
-def _kind_keys(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ``lossy`` section keys that the entry's kind takes over (see LOSSY_DEFAULTS)."""
-    if "class" in entry:
-        return ()
-    cls = UPDATE_COMPRESSORS.get(entry.get("compressor"))
-    if cls is None:
-        return LOSSY_DEFAULTS
-    takes = (*cls.spec_keys, *getattr(cls, "options", {}))
-    return tuple(k for k in LOSSY_DEFAULTS if k in takes)
-
-
-def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[str], list[Variant]]:
-    where = f"lossy.compressors.{i}"
-    if not isinstance(entry, Mapping):
-        return [f"config key '{where}': must be a mapping, got {entry!r}"], []
-    user = "class" in entry  # a user class: the other keys are its options
-    errors = [
-        f"config key '{where}.{key}': unknown key; allowed keys are {', '.join(ENTRY_KEYS)}"
-        for key in entry
-        if key not in ENTRY_KEYS and not user
-    ]
-    name = entry.get("name")
-    if not (isinstance(name, str) and _NAME.match(name)):
-        errors.append(f"config key '{where}.name': {name!r} is not lowercase letters and digits")
-    given = [k for k in SOURCE_KEYS if k in entry]
-    if len(given) != 1:
-        errors.append(f"config key '{where}': give exactly one of {', '.join(SOURCE_KEYS)}")
-    kind = entry.get("quantizer")
-    cls = QUANTIZERS.get(kind)
-    if "quantizer" in entry and cls is None:
-        errors.append(f"config key '{where}.quantizer': {kind!r} is not one of {tuple(QUANTIZERS)}")
-    if "compressor" in entry and entry["compressor"] not in UPDATE_COMPRESSORS:
-        errors.append(
-            f"config key '{where}.compressor': {entry['compressor']!r} is not one of "
-            f"{tuple(UPDATE_COMPRESSORS)}"
-        )
-    lists = {}
-    for key, default in (("rates", [None] if user else None), ("M", [None] if user else [0])):
-        value = entry.get(key, default)
-        if key == "rates" and cls is not None and cls.fixed_rate is not None:
-            if value is not None:
-                errors.append(f"config key '{where}.rates': {kind} has a fixed rate, give none")
-            value = [cls.fixed_rate]
-        if not (isinstance(value, list) and value and len(set(map(str, value))) == len(value)):
-            errors.append(f"config key '{where}.{key}': needs a non-empty list of distinct values")
-            value = []
-        lists[key] = value
-    errors += [
-        f"config key '{where}.M': {M!r} is not an integer (M names the run, R{{rate}}_M{{M}})"
-        for M in lists["M"]
-        if M is not None and not (_is_number(M) and math.isfinite(M) and float(M).is_integer())
-    ]
-    if errors:
-        return errors, []
-    defaults = {k: lossy.get(k) for k in _kind_keys(entry)}
-    fields = {k: v for k, v in entry.items() if k not in ("rates", "M")}
-    if user:
-        fields = {"name": name, "class": entry["class"]}
-        fields["options"] = {k: v for k, v in entry.items() if k not in (*fields, "rates", "M")}
-    variants = []
-    for rate in lists["rates"]:
-        for M in lists["M"]:
-            spec = {**defaults, **fields, "rate": rate, "M": M}
-            try:
-                check_spec(spec)
-            except SpecError as err:
-                key = {"rate": "rates", "options": "class"}.get(err.key, err.key)
-                if key not in entry and key in LOSSY_DEFAULTS:
-                    key = f"lossy.{key}"
-                else:
-                    key = f"{where}.{key}"
-                return [f"config key '{key}': {err.message}"], []
-            variants.append(Variant(name, int(rate or 0), int(M or 0), spec))
-    return [], variants
-
-
-def compressor_variants(lossy: Mapping[str, Any]) -> list[Variant]:
-    """Every (name, rate, M) of ``lossy["compressors"]``, each with its checked spec.
-
-    Raises :class:`gradcomp.config.ConfigError` listing every bad entry, with the config key
-    at fault (e.g. ``config key 'lossy.compressors.2.rates': ...``).
-    """
-    from gradcomp.config import ConfigError
-
-    errors, variants, names = [], [], set()
-    for i, entry in enumerate(lossy.get("compressors", [])):
-        errs, found = _entry_errors(i, entry, lossy)
-        errors += errs
-        variants += found
-        name = entry.get("name") if isinstance(entry, Mapping) else None
-        if name in names:
-            errors.append(f"config key 'lossy.compressors.{i}.name': {name!r} is used twice")
-        names.add(name)
-    if errors:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
-    return variants

@@ -44,7 +44,7 @@ from gradcomp.compression.rates import RateBreakdown, position_code_bits
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.stochastic_levels import BucketedValues
 from gradcomp.compression.value_quantizers import PassThrough, QuantizedValues, ValueQuantizer
-from gradcomp.quantization.lloyd import LevelQuantizer
+from gradcomp.quantization.level_quantizer import LevelQuantizer
 
 __all__ = ["Quantize", "TensorCompressor", "TensorCtx", "TensorPayload", "UpdateCompressor"]
 

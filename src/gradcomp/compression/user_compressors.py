@@ -1,6 +1,6 @@
 """A user's own compressor class, named in a spec as ``class: "package.module:Class"``.
 
-The class implements the federated loop's interface (:class:`gradcomp.lossy.federated.Compressor`):
+The class implements :class:`gradcomp.compression.protocol.Compressor`:
 ``compress(update: dict[str, Tensor]) -> (payload, ctx)``, ``decompress(payload, ctx) ->
 dict[str, Tensor]`` (the update's names and shapes) and ``rate(payload, ctx) ->``
 :class:`~gradcomp.compression.rates.RateBreakdown` (optionally ``kept_masks(payload, ctx)``).

@@ -16,7 +16,7 @@ kmeans             index of 2^R weighted k-means levels         the 2^R levels
 gaussian_channel   a test-channel output, R bits                mean, std
 =================  ===========================================  ===========================
 
-Level quantizers use :class:`gradcomp.quantization.lloyd.LevelQuantizer` (nearest level,
+Level quantizers use :class:`gradcomp.quantization.level_quantizer.LevelQuantizer` (nearest level,
 thresholds at midpoints); the receiver recomputes the levels from the side information.
 """
 
@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from gradcomp.compression.rates import FLOAT_BITS
-from gradcomp.quantization.lloyd import LevelQuantizer, uniform_minmax_levels
+from gradcomp.quantization.level_quantizer import LevelQuantizer
+from gradcomp.quantization.uniform_levels import uniform_minmax_levels
 
 __all__ = [
     "Float16",

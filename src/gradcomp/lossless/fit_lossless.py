@@ -3,7 +3,7 @@
 :func:`fit_run` reads one training run's dumps and returns one row per
 (epoch, kind, tensor, family) with the fitted parameters and the goodness of
 fit of :func:`gradcomp.distributions.goodness_of_fit`. Tensors with fewer
-than ``min_entries`` entries (biases, BatchNorm) are skipped: a fit on a few
+than ``skip_below`` entries (biases, BatchNorm) are skipped: a fit on a few
 dozen entries says little about a law's tails.
 
 ``p0`` is the share of exact zeros, a fitted parameter (the family is fitted to the
@@ -94,7 +94,7 @@ def fit_run(
     run: int,
     families: Sequence[str],
     floc: float | None,
-    min_entries: int,
+    skip_below: int,
     kinds: Sequence[str] = ("epoch_avg", "last_batch"),
     seed: int = 0,
     zero_atom: bool = True,
@@ -112,7 +112,7 @@ def fit_run(
         dump = read_dump(path)
         for kind in kinds:
             for name, tensor in dump.tensors[kind].items():
-                if tensor.numel() < min_entries:
+                if tensor.numel() < skip_below:
                     continue
                 label = f"{model} run{run} epoch{dump.epoch} {kind} {name}"
                 try:

@@ -23,16 +23,16 @@ POSITIONS = ("lower", "middle", "upper")
 
 
 def tensor_positions(
-    dump: GradientDump, *, min_entries: int, overrides: dict[str, str] | None = None
+    dump: GradientDump, *, skip_below: int, overrides: dict[str, str] | None = None
 ) -> dict[str, str]:
     """``{position: tensor name}`` for :data:`POSITIONS` (see the module docstring).
 
     Raises ValueError if an override names a tensor that is not in the dump.
     """
     tensors = dump.tensors["epoch_avg"]
-    weights = [n for n, t in tensors.items() if t.ndim >= 2 and t.numel() >= min_entries]
+    weights = [n for n, t in tensors.items() if t.ndim >= 2 and t.numel() >= skip_below]
     if not weights:
-        weights = [n for n, t in tensors.items() if t.numel() >= min_entries] or list(tensors)
+        weights = [n for n, t in tensors.items() if t.numel() >= skip_below] or list(tensors)
     chosen = dict(
         zip(POSITIONS, (weights[0], weights[len(weights) // 2], weights[-1]), strict=True)
     )
@@ -53,12 +53,12 @@ def positions_table(
     out_tsv: Path,
     *,
     model: str,
-    min_entries: int,
+    skip_below: int,
     overrides: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """Write the positions of ``model``'s tensors (read from any of its dumps) as TSV with
     columns ``model``, ``position``, ``tensor``."""
-    chosen = tensor_positions(read_dump(dump_path), min_entries=min_entries, overrides=overrides)
+    chosen = tensor_positions(read_dump(dump_path), skip_below=skip_below, overrides=overrides)
     table = pd.DataFrame(
         {"model": model, "position": list(chosen), "tensor": list(chosen.values())}
     )

@@ -115,13 +115,15 @@ def kept_entries(snapshot: Path, tensor: str) -> tuple[np.ndarray, np.ndarray]:
     snap = read_snapshot(snapshot)
     if tensor not in snap["before"]:
         raise ValueError(
-            f"figures.y5_tensor: {tensor!r} is not in the update of {snapshot} "
+            f"lossy.distortion_study.tensor: {tensor!r} is not in the update of {snapshot} "
             f"(names look like {', '.join(list(snap['before'])[:4])}, ...)"
         )
     before = snap["before"][tensor].double().reshape(-1)
     keep = snap["kept"][tensor].reshape(-1) & (before != 0)
     if not bool(keep.any()):
-        raise ValueError(f"figures.y5_tensor: the compressor kept no entry of {tensor!r}")
+        raise ValueError(
+            f"lossy.distortion_study.tensor: the compressor kept no entry of {tensor!r}"
+        )
     return before[keep].numpy(), before.numpy()
 
 

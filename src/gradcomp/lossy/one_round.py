@@ -36,9 +36,10 @@ from typing import Any
 
 import pandas as pd
 
+from gradcomp.compression.protocol import Compressor
 from gradcomp.data import Cifar10
 from gradcomp.lossy.federated import FederatedSettings, Federation
-from gradcomp.lossy.uplink import Compressor, aggregate, model_update, send
+from gradcomp.lossy.uplink import aggregate, model_update, send
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def one_round_study(
     return pd.DataFrame(rows, columns=list(ONE_ROUND_COLUMNS))
 
 
-def one_round_run(
+def one_round_stage(
     data_path,
     settings: dict[str, Any],
     specs: Mapping[str, Mapping[str, Any]],
@@ -143,7 +144,7 @@ def one_round_run(
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
     ``device``, which say where the job runs; ``warm_start``: a
-    :func:`gradcomp.lossy.warm_start.pretrain_run` file to start from.
+    :func:`gradcomp.lossy.warm_start.warm_start_stage` file to start from.
     """
     from pathlib import Path
 

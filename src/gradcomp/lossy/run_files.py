@@ -22,7 +22,7 @@ from gradcomp.lossy.federated import (
 )
 from gradcomp.lossy.uplink import compressor_factory
 
-__all__ = ["federated_run", "read_snapshot", "run_identity", "save_snapshot", "write_rounds"]
+__all__ = ["federated_stage", "read_snapshot", "run_identity", "save_snapshot", "write_rounds"]
 
 SNAPSHOT_PARTS = ("before", "after", "kept")
 RUN_PATTERN = re.compile(rf"(?P<model>[^/]+)/{VARIANT_LABEL}/seed(?P<seed>\d+)/[^/]+$")
@@ -82,7 +82,7 @@ def read_snapshot(path: Path) -> dict[str, dict[str, torch.Tensor]]:
     return {part: {n: flat[f"{part}/{n}"] for n in names} for part in SNAPSHOT_PARTS}
 
 
-def federated_run(
+def federated_stage(
     data_path: Path,
     settings: dict[str, object],
     spec: dict[str, object],
@@ -101,7 +101,7 @@ def federated_run(
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
     ``device``, which say where the job runs; ``warm_start``: a
-    :func:`gradcomp.lossy.warm_start.pretrain_run` file to start from.
+    :func:`gradcomp.lossy.warm_start.warm_start_stage` file to start from.
     """
     from gradcomp.data import load_cifar10
     from gradcomp.lossy.warm_start import load_warm_start

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
+from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.rates import RATE_FIELDS, RateBreakdown
 
 __all__ = [
@@ -37,25 +38,6 @@ UPLINK_COLUMNS = ("round", "user", "n_train", *RATE_FIELDS, "bits_coded", "bits_
 #: Columns of the kept table (one row per round, user and update tensor): the tensor's
 #: ``entries``, how many of them were ``kept`` (sent) and the ``fraction`` kept / entries.
 KEPT_COLUMNS = ("round", "user", "tensor", "entries", "kept", "fraction")
-
-
-class Compressor(Protocol):
-    """One user's uplink compressor; may keep state (error feedback) across rounds.
-
-    Optional: ``kept_masks(payload, ctx) -> {name: bool tensor}``, the entries it selected.
-    """
-
-    def compress(self, update: dict[str, torch.Tensor]) -> tuple[Any, Any]:
-        """Update (name -> tensor) -> (payload, ctx)."""
-        ...
-
-    def decompress(self, payload: Any, ctx: Any) -> dict[str, torch.Tensor]:
-        """The server's reconstruction of the update, with the same names and shapes."""
-        ...
-
-    def rate(self, payload: Any, ctx: Any) -> RateBreakdown:
-        """Uplink bits of ``payload`` by part."""
-        ...
 
 
 def model_update(

@@ -32,7 +32,7 @@ from gradcomp.training import evaluate, minibatches, resolve_device, to_float_ba
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WarmStartSettings", "load_warm_start", "pretrain", "pretrain_run"]
+__all__ = ["WarmStartSettings", "load_warm_start", "pretrain", "warm_start_stage"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def pretrain(
     return cpu_state(model), rows
 
 
-def pretrain_run(
+def warm_start_stage(
     data_path: str | Path,
     settings: dict[str, Any],
     out: str | Path,
@@ -119,5 +119,5 @@ def pretrain_run(
 
 
 def load_warm_start(path: str | Path) -> dict[str, torch.Tensor]:
-    """The state dict a :func:`pretrain_run` file holds."""
+    """The state dict a :func:`warm_start_stage` file holds."""
     return torch.load(path, weights_only=True)["state"]

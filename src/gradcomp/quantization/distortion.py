@@ -2,7 +2,7 @@
 
 ``d(g, g_hat) = |g|^M (g - g_hat)^2``, averaged over entries; ``M = 0`` is the mean squared
 error. (Its expectation under a fitted law is
-:func:`gradcomp.quantization.lloyd.expected_distortion`.)
+:func:`gradcomp.quantization.symmetric_law.expected_distortion`.)
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from gradcomp.quantization.level_quantizer import nearest_index
+
 __all__ = [
     "GRIDS",
     "GridQuantizer",
@@ -188,13 +190,7 @@ class GridQuantizer:
         v = np.asarray(as_numpy(x), dtype=np.float64)
         if np.isnan(v).any():
             raise ValueError("cannot quantize NaN")
-        sym = np.searchsorted(self.midpoints, v, side="left")
-        # side="left" sends a value on a midpoint to the lower level; for negative values the
-        # level of smaller magnitude is the upper one.
-        if self.midpoints.size:
-            neg_tie = (v < 0) & (sym < self.midpoints.size)
-            neg_tie &= self.midpoints[np.minimum(sym, self.midpoints.size - 1)] == v
-            sym += neg_tie
+        sym = nearest_index(self.midpoints, v)  # the one tie rule: towards zero
         n_sat = int(np.count_nonzero(v > self.levels[-1]) + np.count_nonzero(v < self.levels[0]))
         return sym.astype(np.int64, copy=False), n_sat
 

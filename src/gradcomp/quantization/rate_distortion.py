@@ -1,7 +1,8 @@
 """Distortion-rate function of a fitted law under the M-weighted L2 distortion.
 
-The source X follows the centred fitted law (see :mod:`gradcomp.quantization.lloyd`), discretised
-on about ``grid_size`` cells; the reproduction alphabet is the same grid; the
+The source X follows the centred fitted law (see
+:mod:`gradcomp.quantization.symmetric_law`), discretised on about ``grid_size`` cells; the
+reproduction alphabet is the same grid; the
 distortion is ``d(x, y) = |x|^M (x - y)^2``. For a multiplier ``s >= 0`` (minus the
 slope of R(D), in nats per unit of distortion) Blahut-Arimoto iterates
 
@@ -24,7 +25,8 @@ quadratic distortions; the Shannon lower bound when M = 0) is also given:
 
     D_hr(R) = exp(2 h(X) + M E ln|X|) / (2 pi e) * 2^(-2R),
 
-with, for the law of :class:`gradcomp.quantization.lloyd.SymmetricLaw` and a0 = (gamma0 + 1)/p,
+with, for the law of :class:`gradcomp.quantization.symmetric_law.SymmetricLaw` and
+a0 = (gamma0 + 1)/p,
 h(X) = ln(2 s Gamma(a0) / p) - gamma0 psi(a0) / p + a0 and E ln|X| = ln s + psi(a0)/p
 (psi the digamma function). For the GenNorm beta = 0.8, M = 2 it is within 7% of the
 BA curve at 4.4 bits.
@@ -39,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, special
 
-from gradcomp.quantization.lloyd import SymmetricLaw
+from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 __all__ = [
     "BAResult",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradcomp.quantization.lloyd import SymmetricLaw
+from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 __all__ = ["released_design", "released_labels"]
 

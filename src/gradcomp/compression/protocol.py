@@ -1,0 +1,32 @@
+"""The interface every compressor of the federated study implements, the built-in ones
+(:class:`~gradcomp.compression.update_compression.UpdateCompressor`, the whole-update kinds of
+the registry) and a user's own class (:mod:`~gradcomp.compression.user_compressors`)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+
+from gradcomp.compression.rates import RateBreakdown
+
+__all__ = ["Compressor"]
+
+
+class Compressor(Protocol):
+    """One user's uplink compressor; may keep state (error feedback) across rounds.
+
+    Optional: ``kept_masks(payload, ctx) -> {name: bool tensor}``, the entries it selected.
+    """
+
+    def compress(self, update: dict[str, torch.Tensor]) -> tuple[Any, Any]:
+        """Update (name -> tensor) -> (payload, ctx)."""
+        ...
+
+    def decompress(self, payload: Any, ctx: Any) -> dict[str, torch.Tensor]:
+        """The server's reconstruction of the update, with the same names and shapes."""
+        ...
+
+    def rate(self, payload: Any, ctx: Any) -> RateBreakdown:
+        """Uplink bits of ``payload`` by part."""
+        ...

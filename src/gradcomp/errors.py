@@ -1,0 +1,7 @@
+"""The error a bad config raises, in a module of its own so that both the schema check
+(:mod:`gradcomp.config`) and the compressor entries (:mod:`gradcomp.compression.entries`)
+raise it without importing each other."""
+
+
+class ConfigError(ValueError):
+    """The config is invalid; the message lists each offending key as ``config key 'a.b': ...``."""

@@ -1,0 +1,326 @@
+"""The study: the validated config as one typed object, with every check across keys.
+
+:func:`load_study` validates a config against the schema (:mod:`gradcomp.config`: types,
+ranges, defaults, the compressor entries) and :func:`build_study` turns the validated dict
+into a :class:`Study` of frozen sections (data, lossless, lossy, figures, resources). The
+checks that relate two keys (a figure's run below ``lossless.runs``, the baseline's rates, the
+warm start's pretraining pool, ...) live here and nowhere else; they are all run, and all
+failures are reported at once as ``config key 'a.b': ...``. The workflow
+(``workflow/rules/common.smk``) only reads the study.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradcomp.compression.entries import Variant, compressor_variants, entry_kind
+from gradcomp.compression.specs import variant_label
+from gradcomp.config import validate_config
+from gradcomp.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_RESOURCES",
+    "DataSection",
+    "DistortionStudy",
+    "FiguresSection",
+    "LosslessSection",
+    "LossySection",
+    "Study",
+    "build_study",
+    "load_study",
+]
+
+#: Resources of a heavy rule that ``resources`` does not list (mem_mb, runtime in minutes, GPUs).
+DEFAULT_RESOURCES = {"mem_mb": 4000, "runtime": 60, "gpu": 0}
+
+
+@dataclass(frozen=True)
+class DataSection:
+    """Which part of CIFAR-10 is cached (``cifar10`` and ``data``)."""
+
+    source: str
+    train_subset: int | None
+    test_subset: int | None
+    pretrain_subset: int | None
+    subset_seed: int
+
+
+@dataclass(frozen=True)
+class LosslessSection:
+    """Paper L: training with dumps (``lossless``); ``fit``, ``coding`` and ``positions`` are
+    the config's mappings as validated, handed to the library as they are."""
+
+    models: tuple[str, ...]
+    runs: int
+    epochs: int
+    batch_size: int
+    lr: float
+    loss_reduction: str
+    momentum: float
+    augment: bool
+    dump_tensors: dict[str, list[str]]
+    threads: int
+    fit: dict[str, Any]
+    positions: dict[str, dict[str, str]]
+    coding: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DistortionStudy:
+    """Y5's study (``lossy.distortion_study``): the run whose update snapshot it quantizes
+    (compressor, rate, M, first seed; Y4 shows the same snapshot), the tensor and the rates."""
+
+    compressor: str
+    rate: int
+    M: int
+    tensor: str
+    rates: tuple[int, ...]
+    #: model -> the tensor quantized for that model (default ``tensor``)
+    model_tensor: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        """The run's variant label ``{compressor}/R{rate}_M{M}``."""
+        return variant_label(self.compressor, self.rate, self.M)
+
+
+@dataclass(frozen=True)
+class LossySection:
+    """Paper Y (``lossy``): the federation's settings and the compressor variants.
+
+    ``variants`` holds one checked spec per (name, rate, M) in config order, ``kinds`` maps each
+    entry name to what builds it (a quantizer or compressor kind, or ``"class"``), ``full_runs``
+    is the resolved list of names and labels with full federated runs, ``pairable`` the
+    compressors paired with ``baseline`` at the same R in T3/T4, ``reference`` the one-round
+    study's trajectory variant.
+    """
+
+    models: tuple[str, ...]
+    seeds: tuple[int, ...]
+    threads: int
+    slip: bool
+    federation: dict[str, Any]
+    min_entries: int
+    variants: tuple[Variant, ...]
+    kinds: dict[str, str]
+    full_runs: tuple[str, ...]
+    baseline: str
+    pairable: tuple[str, ...]
+    reference: Variant
+    one_round_seeds: tuple[int, ...]
+    one_round_rounds: int
+    warm_start: dict[str, Any] | None
+    distortion_study: DistortionStudy
+    #: model -> {lr, min_entries} overriding the section's for that model
+    model_settings: dict[str, dict[str, Any]]
+    #: compressor name -> its config entry
+    entries: dict[str, dict[str, Any]]
+
+    def spec(self, name: str, rate: int, M: int) -> dict[str, Any]:
+        """The spec of variant (name, rate, M); KeyError if it is not configured."""
+        for v in self.variants:
+            if (v.name, v.rate, v.M) == (name, rate, M):
+                return v.spec
+        raise KeyError(variant_label(name, rate, M))
+
+    def model_setting(self, model: str, key: str) -> Any:
+        """``model_settings.<model>.<key>`` (lr, min_entries), else the section's own."""
+        own = self.federation["lr"] if key == "lr" else self.min_entries
+        return self.model_settings.get(model, {}).get(key, own)
+
+    def model_spec(self, spec: dict[str, Any], name: str, model: str) -> dict[str, Any]:
+        """``spec`` with the model's ``min_entries`` where the spec takes one and compressor
+        ``name``'s entry does not set its own."""
+        if "min_entries" not in spec or "min_entries" in self.entries[name]:
+            return spec
+        return {**spec, "min_entries": self.model_setting(model, "min_entries")}
+
+    def has_full_runs(self, name: str, rate: int, M: int) -> bool:
+        """Whether the variant gets full federated runs (``full_runs`` names it or its label)."""
+        return name in self.full_runs or variant_label(name, rate, M) in self.full_runs
+
+
+@dataclass(frozen=True)
+class FiguresSection:
+    """Plotting choices only (``figures``): changing them reruns figure rules alone."""
+
+    lossless_run: int
+    lossless_kind: str
+    histogram_bins: int
+    y4_tensors: tuple[str, ...]
+    #: model -> the tensors Y4 shows for that model (default ``y4_tensors``)
+    model_tensors: dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class Study:
+    """The whole validated config; built by :func:`build_study`."""
+
+    device: str
+    data: DataSection
+    lossless: LosslessSection
+    lossy: LossySection
+    figures: FiguresSection
+    resources: dict[str, dict[str, int]]
+
+    def resource(self, rule: str, key: str) -> int:
+        """``resources.<rule>.<key>`` (mem_mb, runtime in minutes, gpu), else the default of
+        :data:`DEFAULT_RESOURCES`. The config is the one place resources are set."""
+        return self.resources.get(rule, {}).get(key, DEFAULT_RESOURCES[key])
+
+
+def load_study(config: dict[str, Any], schema_path: str | Path) -> Study:
+    """Validate ``config`` in place against the schema (filling defaults) and build the study;
+    raises :class:`ConfigError` naming every offending key."""
+    return build_study(validate_config(config, schema_path))
+
+
+def _sent_the_same_way(spec: dict[str, Any]) -> tuple:
+    """What R means for a spec: bits per kept value of one sparsifier and keep fraction."""
+    sparsifier = spec.get("sparsifier") or ("topk" if spec.get("topk") else "none")
+    return ("quantizer" in spec, sparsifier, spec.get("topk"), spec.get("topk_budget_percent"))
+
+
+def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
+    c = config["lossless"]
+    if config["figures"]["lossless_run"] >= c["runs"]:
+        errors.append(
+            f"config key 'figures.lossless_run': {config['figures']['lossless_run']} is not a "
+            f"run (lossless.runs = {c['runs']})"
+        )
+    for key in ("families", "kinds"):
+        missing = set(c["coding"][key]) - set(c["fit"][key])
+        if missing:
+            errors.append(
+                f"config key 'lossless.coding.{key}': {sorted(missing)} not in lossless.fit.{key}"
+            )
+    return LosslessSection(
+        models=tuple(c["models"]),
+        **{k: c[k] for k in ("runs", "epochs", "batch_size", "lr", "loss_reduction")},
+        **{k: c[k] for k in ("momentum", "augment", "dump_tensors", "threads", "fit")},
+        positions=c["positions"],
+        coding=c["coding"],
+    )
+
+
+def _baseline_errors(baseline: str, kinds: dict, variants: list[Variant]) -> list[str]:
+    if baseline not in kinds:
+        return [
+            f"config key 'lossy.baseline': {baseline!r} is not a compressor of "
+            f"lossy.compressors ({', '.join(kinds)})"
+        ]
+    if len({v.rate for v in variants if v.name == baseline}) < 2:
+        return [
+            f"config key 'lossy.baseline': {baseline!r} needs two or more rates, so that T5 "
+            "has a rate curve to compare the others with"
+        ]
+    return []
+
+
+def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
+    c = config["lossy"]
+    variants = compressor_variants(c)
+    kinds = {entry["name"]: entry_kind(entry) for entry in c["compressors"]}
+    labels = {v.label for v in variants}
+    full_runs = list(kinds) if c["full_runs"] is None else list(c["full_runs"])
+    unknown = sorted(set(full_runs) - set(kinds) - labels)
+    if unknown:
+        errors.append(
+            f"config key 'lossy.full_runs': {unknown} are neither compressors of "
+            f"lossy.compressors ({', '.join(kinds)}) nor variant labels ({', '.join(labels)})"
+        )
+
+    reference = [v for v in variants if v.name == c["one_round"]["reference"]]
+    if len(reference) != 1:
+        errors.append(
+            f"config key 'lossy.one_round.reference': {c['one_round']['reference']!r} must name "
+            "a compressor of lossy.compressors with exactly one variant (found "
+            f"{[v.label for v in reference]})"
+        )
+    baseline = c["baseline"]
+    errors += _baseline_errors(baseline, kinds, variants)
+    base_way = {_sent_the_same_way(v.spec) for v in variants if v.name == baseline}
+    pairable = sorted(
+        name
+        for name in kinds
+        if name != baseline
+        and {_sent_the_same_way(v.spec) for v in variants if v.name == name} == base_way
+    )
+
+    if c["warm_start"] is not None and not config["data"].get("pretrain_subset"):
+        errors.append(
+            "config key 'lossy.warm_start' needs a pretraining pool: set data.pretrain_subset "
+            "(images outside data.train_subset), or lossy.warm_start: null to start from scratch"
+        )
+
+    d = c["distortion_study"]
+    study = DistortionStudy(
+        d["compressor"], d["rate"], d["M"], d["tensor"], tuple(d["rates"]), d["model_tensor"]
+    )
+    in_full = study.compressor in full_runs or study.label in full_runs
+    if study.label not in labels or not in_full:
+        errors.append(
+            f"config key 'lossy.distortion_study': {study.label} is not a configured compressor "
+            f"variant with full runs (lossy.compressors gives {sorted(labels)}, lossy.full_runs "
+            f"{c['full_runs']})"
+        )
+
+    federation = (
+        "users", "rounds", "local_epochs", "batch_size", "lr", "validation_fraction",
+        "validation_split", "optimizer_state",
+    )  # fmt: skip
+    return LossySection(
+        models=tuple(c["models"]),
+        seeds=tuple(c["seeds"]),
+        threads=c["threads"],
+        slip=c["slip"],
+        federation={k: c[k] for k in federation},
+        min_entries=c["min_entries"],
+        variants=tuple(variants),
+        kinds=kinds,
+        full_runs=tuple(full_runs),
+        baseline=baseline,
+        pairable=tuple(pairable),
+        reference=reference[0] if reference else None,
+        one_round_seeds=tuple(c["one_round"]["seeds"]),
+        one_round_rounds=c["one_round"]["rounds"],
+        warm_start=c["warm_start"],
+        distortion_study=study,
+        model_settings=c["model_settings"],
+        entries={entry["name"]: entry for entry in c["compressors"]},
+    )
+
+
+def build_study(config: dict[str, Any]) -> Study:
+    """The :class:`Study` of a config validated by :func:`gradcomp.config.validate_config`.
+
+    Raises :class:`ConfigError` listing every failed check across keys, each naming its key.
+    """
+    errors: list[str] = []
+    lossless = _lossless(config, errors)
+    lossy = _lossy(config, errors)
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
+    d, f = config["data"], config["figures"]
+    return Study(
+        device=config["device"],
+        data=DataSection(
+            source=config["cifar10"],
+            train_subset=d["train_subset"],
+            test_subset=d["test_subset"],
+            pretrain_subset=d.get("pretrain_subset"),
+            subset_seed=d["subset_seed"],
+        ),
+        lossless=lossless,
+        lossy=lossy,
+        figures=FiguresSection(
+            lossless_run=f["lossless_run"],
+            lossless_kind=f["lossless_kind"],
+            histogram_bins=f["histogram_bins"],
+            y4_tensors=tuple(f["y4"]["tensors"]),
+            model_tensors=f["model_tensors"],
+        ),
+        resources=config["resources"],
+    )
