@@ -193,7 +193,7 @@ def test_docs_user_coder_runs_through_code_run(user_module, tmp_path: Path) -> N
     kinds = {"epoch_avg": {"w": tensor}, "last_batch": {"w": tensor}}
     write_dump(path, kinds, {"epoch": 1, "n_batches": 5})
     fits = fit_run(
-        [path], model="m", run=0, families=["gennorm"], floc=None, min_entries=10,
+        [path], model="m", run=0, families=["gennorm"], floc=None, skip_below=10,
         kinds=["epoch_avg"],
     )  # fmt: skip
     table = code_run(
