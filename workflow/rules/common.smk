@@ -4,6 +4,8 @@
 # trigger reruns, so moving the study to another machine reuses its results.
 
 from gradcomp.compression.specs import compressor_variants, entry_kind, variant_label
+from gradcomp.config import ConfigError
+from gradcomp.lossless.stream import StreamSettings, stream_enabled
 
 
 wildcard_constraints:
@@ -44,6 +46,17 @@ for key in ("families", "kinds"):
         raise ValueError(
             f"config key 'lossless.coding.{key}': {sorted(missing)} not in lossless.fit.{key}"
         )
+
+
+try:
+    STREAMED = {m: stream_enabled(LOSSLESS, m) for m in LOSSLESS["models"]}
+except ValueError as exc:
+    raise ConfigError(str(exc)) from None
+# Whole-model coding in the training job (lossless.coding.stream): with any model streaming,
+# every training job declares coded_all.tsv (a header only where its model does not stream)
+# and code_lossless reads it; with none (the default config) the DAG is as without it.
+ANY_STREAMED = any(STREAMED.values())
+STREAM_PARAMS = StreamSettings.from_config(LOSSLESS).as_params()
 
 
 def lossless_runs():
@@ -90,7 +103,14 @@ def train_settings(wildcards):
         momentum=LOSSLESS["momentum"],
         augment=LOSSLESS["augment"],
         dump_tensors=list(LOSSLESS["dump_tensors"].get(wildcards.model, ["*"])),
+        # only when streaming, so that a run without it keeps its params (no rerun)
+        **({"stream": STREAM_PARAMS} if STREAMED[wildcards.model] else {}),
     )
+
+
+def coded_all(model="{model}", run="{run}"):
+    """The training job's coding rows of every tensor (``[]`` when no model streams)."""
+    return [f"{run_dir(model, run)}/coded_all.tsv"] if ANY_STREAMED else []
 
 
 def lossless_targets():
