@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import make_tiny_cifar
+from conftest import REPO, make_tiny_cifar
 from gradcomp.coding.registry import coder_specs
 from gradcomp.lossless.code_lossless import CODING_COLUMNS, code_lossless, code_run
 from gradcomp.lossless.dumps import read_dump
@@ -220,21 +220,50 @@ def test_workflow_with_one_dumped_tensor_codes_the_whole_model(tmp_path: Path) -
     assert (tmp_path / "results/figures/L5_mlp.png").stat().st_size > 10_000
 
 
-@pytest.mark.slow
-def test_worker_processes_give_the_rows_in_model_order() -> None:
-    """workers = 2 (spawned processes) returns the rows of workers = 1, in the model's
-    order (planted bug: rows gathered in completion order, or heads zipped to other jobs)."""
-    from gradcomp.lossless.stream import GradientStreamer
+WORKER_SCRIPT = """
+import sys
+import numpy as np
+import torch
+from gradcomp.lossless.stream import GradientStreamer, StreamSettings
 
-    rng = np.random.default_rng(5)
-    sizes = {"a.weight": (40, 30), "b.bias": (8,), "c.weight": (300,), "d.weight": (20, 20)}
-    grads = {n: rng.laplace(scale=1e-3, size=s).astype(np.float32) for n, s in sizes.items()}
-    tensors = {"epoch_avg": grads, "last_batch": grads}
-    settings = StreamSettings(families=("gennorm",), coders=("fp8", "huffman_gennorm", "entropy"))
+with open(sys.argv[1] + ".starts", "a") as fh:  # top level, no main guard: as a Snakemake job
+    fh.write("start\\n")
+torch.set_num_threads(2)
+torch.ones(1000, 1000) @ torch.ones(1000, 1000)  # a threaded torch before the workers start
+rng = np.random.default_rng(5)
+sizes = {"a.weight": (40, 30), "b.bias": (8,), "c.weight": (300,), "d.weight": (20, 20)}
+grads = {n: rng.laplace(scale=1e-3, size=s).astype(np.float32) for n, s in sizes.items()}
+settings = StreamSettings(families=("gennorm",), coders=("fp8", "huffman_gennorm", "entropy"))
+workers = int(sys.argv[2])
+with GradientStreamer(settings, model="m", run=0, workers=workers) as streamer:
+    table = streamer.code({"epoch_avg": grads, "last_batch": grads}, epoch=4, n_batches=3)
+table.to_csv(sys.argv[1], sep="\\t", index=False)
+"""
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_rows_in_model_order(tmp_path: Path) -> None:
+    """workers = 2, started from an unguarded script (as a Snakemake job's script) after
+    torch ran threaded, returns the rows of workers = 1, in the model's order, and runs the
+    script once. Planted bugs that fail it: spawned workers (each re-runs the script),
+    rows gathered in completion order, or heads zipped to other jobs."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text(WORKER_SCRIPT)
     tables = []
     for workers in (1, 2):
-        with GradientStreamer(settings, model="m", run=0, workers=workers) as streamer:
-            tables.append(streamer.code(tensors, epoch=4, n_batches=3))
+        out = tmp_path / f"w{workers}.tsv"
+        subprocess.run(
+            [sys.executable, str(script), str(out), str(workers)],
+            check=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )
+        assert (tmp_path / f"w{workers}.tsv.starts").read_text() == "start\n"
+        tables.append(pd.read_csv(out, sep="\t"))
     pd.testing.assert_frame_equal(*tables, check_exact=True)
     assert list(dict.fromkeys(tables[1]["tensor"])) == ["a.weight", "c.weight", "d.weight"]
     fp8 = tables[1][tables[1]["coder"] == "fp8"]

@@ -105,6 +105,13 @@ class StreamSettings:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def _one_thread() -> None:
+    """Worker start: torch (FP8 bytes) on one thread, no OpenMP pool inherited from a fork."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def _code_one(job: tuple) -> list[dict[str, object]]:
     """Fit and code one tensor: the rows :func:`code_values` gives from a dump."""
     settings, label, kind, values, n_batches = job
@@ -132,15 +139,19 @@ def _code_one(job: tuple) -> list[dict[str, object]]:
 
 class GradientStreamer:
     """Codes one epoch's gradients of every tensor (:meth:`code`); ``workers > 1`` codes
-    the tensors in that many spawned processes (a context manager closes them)."""
+    the tensors in that many forked processes (a context manager closes them)."""
 
     def __init__(self, settings: StreamSettings, *, model: str, run: int, workers: int = 1):
         coder_specs(asdict(settings))  # a bad coder entry fails now, not after an epoch
         self.settings, self.model, self.run = settings, model, run
         self._pool: Executor | None = None
         if workers > 1:
-            context = multiprocessing.get_context("spawn")  # no fork of a threaded torch
-            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+            # fork, not spawn: a spawned worker re-runs the parent's __main__, which in a
+            # Snakemake job is the training script itself; the workers never touch CUDA
+            context = multiprocessing.get_context("fork")
+            self._pool = ProcessPoolExecutor(
+                max_workers=workers, mp_context=context, initializer=_one_thread
+            )
 
     def __enter__(self) -> GradientStreamer:
         return self
