@@ -7,6 +7,8 @@
 # the config's cross-key checks live there, with their tests.
 
 from gradcomp.compression.specs import variant_label
+from gradcomp.errors import ConfigError
+from gradcomp.lossless.stream import StreamSettings, stream_enabled
 
 
 wildcard_constraints:
@@ -35,6 +37,17 @@ def rule_resource(rule_name, key):
 LOSSLESS = STUDY.lossless
 LOSSLESS_RUN = "results/lossless/{model}/run{run}"
 POSITIONS_TSV = "results/lossless/{model}/positions.tsv"
+
+try:
+    STREAMED = {m: stream_enabled(config["lossless"], m) for m in LOSSLESS.models}
+except ValueError as exc:
+    raise ConfigError(str(exc)) from None
+# Whole-model coding in the training job (lossless.coding.stream): with any model streaming,
+# every training job declares coded_all.tsv (a header only where its model does not stream)
+# and code_lossless reads it; with none (the default config) the DAG is as without it.
+ANY_STREAMED = any(STREAMED.values())
+STREAM_PARAMS = StreamSettings.from_config(config["lossless"]).as_params()
+
 
 def lossless_runs():
     """(model, run) pairs of paper L's study."""
@@ -80,7 +93,14 @@ def train_settings(wildcards):
         momentum=LOSSLESS.momentum,
         augment=LOSSLESS.augment,
         dump_tensors=list(LOSSLESS.dump_tensors.get(wildcards.model, ["*"])),
+        # only when streaming, so that a run without it keeps its params (no rerun)
+        **({"stream": STREAM_PARAMS} if STREAMED[wildcards.model] else {}),
     )
+
+
+def coded_all(model="{model}", run="{run}"):
+    """The training job's coding rows of every tensor (``[]`` when no model streams)."""
+    return [f"{run_dir(model, run)}/coded_all.tsv"] if ANY_STREAMED else []
 
 
 def lossless_targets():

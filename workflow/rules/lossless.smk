@@ -31,6 +31,7 @@ rule train_lossless:
     output:
         dumps=dump_paths(),
         log_tsv=f"{LOSSLESS_RUN}/train_log.tsv",
+        coded=coded_all(),
     params:
         settings=train_settings,
         # undeclared: checkpoint and finished epochs, so an interrupted job resumes
@@ -81,10 +82,12 @@ rule code_lossless:
     input:
         dumps=dump_paths(),
         fits=f"{LOSSLESS_RUN}/fits.tsv",
+        streamed=coded_all(),
     output:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
-        coding=LOSSLESS.coding,
+        # stream says where the rows come from, not what they are: no rerun trigger
+        coding={k: v for k, v in LOSSLESS.coding.items() if k != "stream"},
     log:
         "results/logs/lossless/{model}/run{run}/code.log",
     benchmark:

@@ -1,4 +1,5 @@
-"""Snakemake script: code every fitted tensor of one run with every coder -> coding.tsv."""
+"""Snakemake script: code every fitted tensor of one run with every coder -> coding.tsv
+(plus the streamed rows of the tensors without a dump, with lossless.coding.stream)."""
 
 from gradcomp.coding.registry import coder_specs
 from gradcomp.logutil import log_to_file
@@ -7,6 +8,7 @@ from gradcomp.lossless.code_lossless import code_lossless
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
 coding = sm.params.coding
+streamed = list(sm.input.streamed)  # [] when no model of the config streams
 code_lossless(
     list(sm.input.dumps),
     sm.input.fits,
@@ -21,4 +23,5 @@ code_lossless(
     general_purpose=coding["general_purpose"],
     coders=coder_specs(coding),
     verify=coding["verify"],
+    streamed_tsv=streamed[0] if streamed else None,
 )

@@ -61,8 +61,12 @@ CODING_COLUMNS = (
     "saturated_share",
 )  # fmt: skip
 ACCOUNTINGS = ("exact", "slip")
+DERIVED = ("total_bits", "bits_per_entry", "ratio_to_8bit")
 GENERAL_PURPOSE = (BytesCoder, ShuffledLzmaSize)
-__all__ = ["code_lossless", "code_run", "code_tensor", "fp8_bytes", "model_code", "scaled_grid"]
+__all__ = [
+    "code_lossless", "code_run", "code_tensor", "code_values", "coding_table", "fp8_bytes",
+    "merge_streamed", "model_code", "scaled_grid",
+]  # fmt: skip
 SCALINGS = ("none", "amax")
 
 
@@ -159,6 +163,57 @@ def scaled_grid(values: np.ndarray, grid_name: str, scaling: str) -> tuple[GridQ
     return get_grid(grid_name, scale=2.0**-k), k
 
 
+def code_values(
+    values: np.ndarray,
+    models: dict[str, FittedDistribution],
+    *,
+    kind: str,
+    n_batches: int,
+    grid_name: str = "fp8_e5m2",
+    accountings: Sequence[str] = ACCOUNTINGS,
+    scalings: Sequence[str] = ("none",),
+    coders: Sequence[CoderSpec] | None = None,
+    general_purpose: bool = True,
+    verify: bool = False,
+) -> list[dict[str, object]]:
+    """The coding rows of one dumped tensor (``values``: float64, data units, (rows, cols)),
+    one per (scaling, accounting, coder), with ``numel``, ``grid``, ``scaling``,
+    ``scale_exponent``, ``accounting`` and :func:`code_tensor`'s columns; ``models``: the
+    tensor's fit per family (unscaled). ``slip`` scales an ``epoch_avg`` by ``n_batches /
+    (n_batches - 1)``; the other keywords as in :func:`code_run`."""
+    rows = []
+    for scaling, accounting in itertools.product(scalings, accountings):
+        slip = accounting == "slip"
+        factor = (
+            n_batches / (n_batches - 1) if slip and kind == "epoch_avg" and n_batches > 1 else 1.0
+        )
+        grid, k = scaled_grid(values * factor, grid_name, scaling)
+        coded = code_tensor(
+            values * factor,
+            {f: _scaled(m, factor) for f, m in models.items()},
+            grid,
+            coders=coders,
+            slip=slip,
+            general_purpose=general_purpose,
+            verify=verify,
+        )
+        side = EXPONENT_BITS if scaling != "none" else 0
+        head = {"numel": values.size, "grid": grid_name, "scaling": scaling,
+                "scale_exponent": k, "accounting": accounting}  # fmt: skip
+        rows += [{**head, **r, "side_bits": r["side_bits"] + side} for r in coded]
+    return rows
+
+
+def coding_table(rows: Sequence[dict[str, object]]) -> pd.DataFrame:
+    """Rows of :func:`code_values` (with model, run, epoch, kind, tensor) as the coding
+    table: totals, bits per entry and the ratio to 8 bits added, columns :data:`CODING_COLUMNS`."""
+    table = pd.DataFrame(list(rows), columns=[c for c in CODING_COLUMNS if c not in DERIVED])
+    table["total_bits"] = table["payload_bits"] + table["side_bits"]
+    table["bits_per_entry"] = table["total_bits"] / table["numel"]
+    table["ratio_to_8bit"] = table["bits_per_entry"] / 8.0
+    return table[list(CODING_COLUMNS)]
+
+
 def code_run(
     dump_paths: Sequence[Path],
     fits: pd.DataFrame,
@@ -198,42 +253,71 @@ def code_run(
                 for family in families:
                     row = index.loc[(dump.epoch, kind, name, family)]
                     models[family] = fitted_from_row({**row.to_dict(), "family": family})
-                for scaling, accounting in itertools.product(scalings, accountings):
-                    slip = accounting == "slip"
-                    factor = (
-                        n_batches / (n_batches - 1)
-                        if slip and kind == "epoch_avg" and n_batches > 1
-                        else 1.0
-                    )
-                    grid, k = scaled_grid(values * factor, grid_name, scaling)
-                    coded = code_tensor(
-                        values * factor,
-                        {f: _scaled(m, factor) for f, m in models.items()},
-                        grid,
-                        coders=coders,
-                        slip=slip,
-                        general_purpose=general_purpose,
-                        verify=verify,
-                    )
-                    side = EXPONENT_BITS if scaling != "none" else 0
-                    head = {"model": model, "run": run, "epoch": dump.epoch, "kind": kind,
-                            "tensor": name, "numel": values.size, "grid": grid_name,
-                            "scaling": scaling, "scale_exponent": k,
-                            "accounting": accounting}  # fmt: skip
-                    rows += [{**head, **r, "side_bits": r["side_bits"] + side} for r in coded]
+                coded = code_values(
+                    values, models, kind=kind, n_batches=n_batches, grid_name=grid_name,
+                    accountings=accountings, scalings=scalings, coders=coders,
+                    general_purpose=general_purpose, verify=verify,
+                )  # fmt: skip
+                head = {"model": model, "run": run, "epoch": dump.epoch, "kind": kind,
+                        "tensor": name}  # fmt: skip
+                rows += [{**head, **r} for r in coded]
         log.info("coded epoch %d of %s run %d", dump.epoch, model, run)
-    table = pd.DataFrame(rows)
-    table["total_bits"] = table["payload_bits"] + table["side_bits"]
-    table["bits_per_entry"] = table["total_bits"] / table["numel"]
-    table["ratio_to_8bit"] = table["bits_per_entry"] / 8.0
-    return table[list(CODING_COLUMNS)]
+    return coding_table(rows)
+
+
+def merge_streamed(
+    coded: pd.DataFrame, streamed: pd.DataFrame, *, kinds: Sequence[str], source: str = ""
+) -> pd.DataFrame:
+    """``coded`` (from the dumps) and the rows of ``streamed`` (the training job's
+    ``coded_all.tsv``) of every (epoch, kind, tensor) that ``coded`` lacks.
+
+    ValueError naming ``source`` when the two tables' coders, scalings or accountings
+    differ, or ``streamed`` misses an epoch or kind that ``coded`` has.
+    """
+    streamed = streamed[streamed["kind"].isin(list(kinds))]
+    where = f" ({source})" if source else ""
+    for column in ("coder", "scaling", "accounting", "epoch", "kind"):
+        ours, theirs = set(coded[column]), set(streamed[column])
+        differ = ours ^ theirs if column in ("coder", "scaling", "accounting") else ours - theirs
+        if not coded.empty and differ:
+            raise ValueError(
+                f"streamed coding rows{where} and the dumps' coding differ in {column} "
+                f"{sorted(map(str, differ))}; rerun the training job with these "
+                "lossless.coding settings"
+            )
+    key = ["epoch", "kind", "tensor"]
+    have = pd.MultiIndex.from_frame(coded[key]) if not coded.empty else None
+    missing = streamed if have is None else streamed[~streamed.set_index(key).index.isin(have)]
+    order = {name: i for i, name in enumerate(dict.fromkeys(streamed["tensor"]))}
+    merged = pd.concat([coded, missing[list(CODING_COLUMNS)]], ignore_index=True)
+    rank = merged["tensor"].map(order).fillna(-1)
+    return (
+        merged.assign(_rank=rank)
+        .sort_values(["epoch", "kind", "_rank"], kind="stable")
+        .drop(columns="_rank")
+        .reset_index(drop=True)
+    )
 
 
 def code_lossless(
-    dump_paths: Sequence[Path], fits_tsv: Path, out_tsv: Path, **kwargs
+    dump_paths: Sequence[Path],
+    fits_tsv: Path,
+    out_tsv: Path,
+    *,
+    streamed_tsv: Path | None = None,
+    **kwargs,
 ) -> pd.DataFrame:
     """The ``code_lossless`` stage: :func:`code_run` on one run's dumps and fit table, written
-    to ``out_tsv`` (TSV, atomically). ``kwargs`` are :func:`code_run`'s keywords."""
+    to ``out_tsv`` (TSV, atomically). ``kwargs`` are :func:`code_run`'s keywords.
+
+    ``streamed_tsv``: the training job's ``coded_all.tsv`` (:mod:`gradcomp.lossless.stream`,
+    when ``lossless.coding.stream`` is on); its rows of the tensors without a dump are added
+    (:func:`merge_streamed`), so that the table covers the whole model. A header-only file
+    (a job that did not stream) adds nothing."""
     table = code_run(dump_paths, pd.read_csv(fits_tsv, sep="\t"), **kwargs)
+    streamed = None if streamed_tsv is None else pd.read_csv(streamed_tsv, sep="\t")
+    if streamed is not None and not streamed.empty:  # empty: the job did not stream
+        kinds = kwargs.get("kinds", ("epoch_avg",))
+        table = merge_streamed(table, streamed, kinds=kinds, source=str(streamed_tsv))
     write_tsv(out_tsv, table)
     return table

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from gradcomp import plots
+from gradcomp.artifacts import read_tables
 from gradcomp.coding.registry import builtin_specs
 from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.dumps import read_dump
@@ -130,39 +131,63 @@ def figure_l5(
     gives the share of entries the grid rounds to zero and the share it saturates, over
     its runs and epochs.
     """
-    coding = read_with_positions(coding_tsvs, [positions_tsv])
-    scaling = "none" if "none" in set(coding["scaling"]) else str(coding["scaling"].iloc[0])
-    coding = coding[(coding["accounting"] == "exact") & (coding["scaling"] == scaling)]
     if coders is None:
         coders = {s.name: s.color for s in builtin_specs().values() if s.figure}
-    coding = coding[coding["coder"].isin(list(coders))]
-    keys = ["run", "epoch", "coder"]
-    everything = coding.groupby(keys, as_index=False)[["total_bits", "numel"]].sum()
-    everything["position"] = everything["tensor"] = "all tensors"
-    parts = [
-        coding[coding["position"] != ""][[*keys, "position", "tensor", "total_bits", "numel"]],
-        everything,
-    ]
-    data = pd.concat(parts, ignore_index=True)
+    positions = read_tables([positions_tsv])[["model", "tensor", "position"]]
+    # one run's coding.tsv at a time (a paper-scale run's has ~10^6 rows): its lines and
+    # the entry counts of the panel titles, for every scaling
+    parts = [_l5_parts(path, positions, list(coders)) for path in coding_tsvs]
+    lines = pd.concat([p[0] for p in parts], ignore_index=True)
+    scaling = "none" if "none" in set(lines["scaling"]) else str(lines["scaling"].iloc[0])
+    data = lines[lines["scaling"] == scaling].drop(columns="scaling")
+    counts = pd.concat([p[1] for p in parts], ignore_index=True)
     data["size / FP8"] = data["total_bits"] / (8.0 * data["numel"])
-    data["panel"] = data["position"].map(_range_labels(coding))
+    data["panel"] = data["position"].map(_range_labels(counts[counts["scaling"] == scaling]))
     plots.plot_lines(
         data, x="epoch", y="size / FP8", hue="coder", col="panel", png_path=png,
         hue_order=[c for c in coders if c in set(data["coder"])], col_wrap=2,
         palette=dict(coders), xlabel="epoch", ylabel="compressed size / 8-bit FP8",
         title=f"L5 {model}: lossless coding of FP8-quantized gradients, scaling {scaling} "
-        f"(mean ± sd over {coding['run'].nunique()} runs){_source(source)}",
+        f"(mean ± sd over {data['run'].nunique()} runs){_source(source)}",
     )  # fmt: skip
 
 
-def _range_labels(coding: pd.DataFrame) -> dict[str, str]:
+L5_COLUMNS = (
+    "model", "run", "epoch", "kind", "tensor", "scaling", "accounting", "coder", "total_bits",
+    "numel", "n_nonzero", "n_saturated",
+)  # fmt: skip
+
+
+def _l5_parts(
+    path: str | Path, positions: pd.DataFrame, coders: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One coding.tsv reduced to L5's lines (exact accounting, ``coders``): the rows of the
+    tensors at a position and the bits added over all coded tensors per (scaling, run,
+    epoch, coder); and, per scaling and panel, the entries, non-zero and saturated entries
+    of its tensors and epochs (one row per coding of a tensor)."""
+    coding = pd.read_csv(path, sep="\t", usecols=L5_COLUMNS)
+    coding = coding[(coding["accounting"] == "exact") & coding["coder"].isin(coders)]
+    coding = coding.merge(positions, on=["model", "tensor"], how="left")
+    coding["position"] = coding["position"].fillna("")
+    keys = ["scaling", "run", "epoch", "coder"]
+    everything = coding.groupby(keys, as_index=False)[["total_bits", "numel"]].sum()
+    everything["position"] = everything["tensor"] = "all tensors"
+    at = coding[coding["position"] != ""][[*keys, "position", "tensor", "total_bits", "numel"]]
+    tensors = coding.drop_duplicates(["scaling", "run", "epoch", "kind", "tensor"])
+    panels = pd.concat([tensors.assign(position="all tensors"), tensors[tensors["position"] != ""]])
+    counts = panels.groupby(["scaling", "position"], as_index=False, sort=False).agg(
+        tensor=("tensor", "first"), numel=("numel", "sum"), n_nonzero=("n_nonzero", "sum"),
+        n_saturated=("n_saturated", "sum"),
+    )  # fmt: skip
+    return pd.concat([at, everything], ignore_index=True), counts
+
+
+def _range_labels(counts: pd.DataFrame) -> dict[str, str]:
     """Panel title per position (and "all tensors"): the tensor and the shares of its
-    entries on the zero level (exact zeros included) and saturated, over runs and epochs."""
-    tensors = coding.drop_duplicates(["run", "epoch", "kind", "tensor"])  # one row per coding
-    groups = {"all tensors": tensors}
-    groups |= {p: g for p, g in tensors.groupby("position") if p}
+    entries on the zero level (exact zeros included) and saturated, over runs and epochs
+    (``counts``: :func:`_l5_parts`'s counts of one scaling, any number of runs)."""
     labels = {}
-    for position, rows in groups.items():
+    for position, rows in counts.groupby("position", sort=False):
         numel = rows["numel"].sum()
         zero = (numel - rows["n_nonzero"].sum()) / numel
         saturated = rows["n_saturated"].sum() / numel

@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 
 from gradcomp import reporting
-from gradcomp.artifacts import read_tables
 from gradcomp.lossless.code_lossless import SCALINGS
 from gradcomp.lossless.positions import read_with_positions
 
@@ -18,7 +17,10 @@ T2_METRICS = ("loglik_per_entry", "aic", "ks", "w2", "tail_log10_err")
 def table_t1(coding_tsvs: Sequence[str | Path], tsv: str | Path, md: str | Path) -> pd.DataFrame:
     """T1: bits per entry per coder and model, by scaling and accounting, with the shares of
     entries the grid rounds to zero and saturates."""
-    table = coding_rate_table(read_tables(coding_tsvs))
+    # one run's table at a time: a whole-model coding.tsv of a paper-scale run holds ~10^6
+    # rows, and T1 needs only its per-run sums (the same sums, in the same order)
+    per_run = [_per_run_sums(pd.read_csv(p, sep="\t", usecols=T1_COLUMNS)) for p in coding_tsvs]
+    table = _rates(_per_run_sums(pd.concat(per_run, ignore_index=True)))
     reporting.write_table(
         table, tsv, md,
         title="T1: bits per entry by coder (mean ± sd over runs; side information included; "
@@ -54,6 +56,8 @@ def fit_quality_table(fits: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+T1_KEYS = ("model", "scaling", "accounting", "coder")
+T1_COLUMNS = (*T1_KEYS, "run", "total_bits", "numel", "n_nonzero", "n_exact_zero", "n_saturated")
 T1_METRICS = (
     "bits_per_entry", "ratio_to_32bit", "ratio_to_8bit", "zero_share", "exact_zero_share",
     "saturated_share",
@@ -68,10 +72,20 @@ def coding_rate_table(coding: pd.DataFrame) -> pd.DataFrame:
     Within each run the bits and counts of every coded tensor and epoch are added and
     divided by the entries coded; the table gives the mean and sd over runs.
     """
-    keys = ["model", "scaling", "accounting", "coder"]
-    coding = coding.assign(n_zero=coding["numel"] - coding["n_nonzero"])
+    return _rates(_per_run_sums(coding))
+
+
+def _per_run_sums(coding: pd.DataFrame) -> pd.DataFrame:
+    """Bits and entry counts added over the tensors and epochs of each run and T1 row."""
+    if "n_zero" not in coding:  # already per-run sums: summed again (a run in two files)
+        coding = coding.assign(n_zero=coding["numel"] - coding["n_nonzero"])
     counts = ["total_bits", "numel", "n_zero", "n_exact_zero", "n_saturated"]
-    per_run = coding.groupby([*keys, "run"], sort=False)[counts].sum().reset_index()
+    return coding.groupby([*T1_KEYS, "run"], sort=False)[counts].sum().reset_index()
+
+
+def _rates(per_run: pd.DataFrame) -> pd.DataFrame:
+    """T1 from :func:`_per_run_sums`: the rates and shares of each run, mean and sd."""
+    keys = list(T1_KEYS)
     per_run["bits_per_entry"] = per_run["total_bits"] / per_run["numel"]
     per_run["ratio_to_32bit"] = per_run["bits_per_entry"] / 32.0
     per_run["ratio_to_8bit"] = per_run["bits_per_entry"] / 8.0

@@ -14,6 +14,10 @@ the authors' TensorFlow code differentiates (a per-image loss vector, which
 images of the batch for a smaller last batch), so the step is ``lr * batch_size`` on the
 mean loss (0.64 at lr 0.01, batch 64). ``"mean"`` differentiates the batch mean.
 
+Whole-model coding (``stream``, :mod:`gradcomp.lossless.stream`): the epoch's gradients of
+every trainable tensor are fitted and coded at the end of the epoch, before its checkpoint,
+and only the coding rows are kept (``coded_path``); the dumps hold ``dump_tensors`` only.
+
 A loss that is not finite stops the run with :class:`TrainingDivergedError`, naming the
 model, run, epoch and batch; no dump of that epoch is written.
 
@@ -23,6 +27,7 @@ and augmented as whole tensors, the model and batches are ``channels_last``.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -40,6 +45,7 @@ from gradcomp.artifacts import atomic_torch_save, write_tsv
 from gradcomp.augment import random_affine
 from gradcomp.data import Cifar10
 from gradcomp.lossless.dumps import KINDS, write_dump
+from gradcomp.lossless.stream import GradientStreamer, StreamSettings, write_streamed
 from gradcomp.models import build_model
 from gradcomp.training import evaluate, minibatches, resolve_device, to_float_batch
 
@@ -187,6 +193,8 @@ def train_with_dumps(
     log_path: Path,
     state_dir: Path,
     extra_metadata: dict[str, object] | None = None,
+    stream: StreamSettings | None = None,
+    coded_path: Path | None = None,
 ) -> list[dict[str, float]]:
     """Train ``settings.epochs`` epochs and write one dump per epoch.
 
@@ -194,20 +202,29 @@ def train_with_dumps(
     :data:`LOG_COLUMNS`; ``state_dir`` (not a declared output) keeps the
     checkpoint and the dumps written so far, so that a rerun resumes. Returns
     the per-epoch log rows.
+
+    ``stream``: also code every trainable tensor of every epoch
+    (:class:`~gradcomp.lossless.stream.GradientStreamer`, ``settings.threads`` processes)
+    into ``coded_path`` (TSV, the columns of ``coding.tsv``); without it, ``coded_path``
+    (if given) receives the header only.
     """
     if len(dump_paths) != settings.epochs:
         raise ValueError(f"{len(dump_paths)} dump paths for {settings.epochs} epochs")
+    if stream is not None and coded_path is None:
+        raise ValueError("stream settings given without a coded_path for the coded rows")
     torch.set_num_threads(settings.threads)
     device = resolve_device(settings.device)
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     ckpt_path = state_dir / "checkpoint.pt"
-    fingerprint = settings.fingerprint(data)
+    fingerprint = settings.fingerprint(data) + (f"-{stream.fingerprint()}" if stream else "")
 
     model = build_model(settings.model, seed=settings.seed).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=settings.momentum)
     generator = torch.Generator().manual_seed(settings.seed)
     params = select_parameters(model, settings.dump_tensors)
+    # streaming accumulates every trainable tensor; the dump keeps those of `params`
+    accumulated = select_parameters(model, ("*",)) if stream else params
     history: list[dict[str, float]] = []
     start_epoch = 1
 
@@ -242,74 +259,95 @@ def train_with_dumps(
         len(params),
     )
 
-    for epoch in range(start_epoch, settings.epochs + 1):
-        t0 = time.perf_counter()
-        accumulator = GradientAccumulator(params)
-        train_loss, train_acc, seen = train_epoch(
-            model, optimizer, data, settings, generator, accumulator, device, epoch
-        )
-        train_seconds = time.perf_counter() - t0
-        test_loss, test_acc = evaluate(
-            model,
-            data.test_images,
-            data.test_labels,
-            batch_size=settings.eval_batch_size,
-            device=device,
-        )
-        write_dump(
-            state_dir / f"epoch{epoch}.safetensors",
-            accumulator.result(),
-            {
-                "model": settings.model,
-                "seed": settings.seed,
+    streamer = (
+        GradientStreamer(stream, model=settings.model, run=settings.seed, workers=settings.threads)
+        if stream is not None and start_epoch <= settings.epochs
+        else None
+    )
+    with streamer or contextlib.nullcontext():
+        for epoch in range(start_epoch, settings.epochs + 1):
+            t0 = time.perf_counter()
+            accumulator = GradientAccumulator(accumulated)
+            train_loss, train_acc, seen = train_epoch(
+                model, optimizer, data, settings, generator, accumulator, device, epoch
+            )
+            train_seconds = time.perf_counter() - t0
+            test_loss, test_acc = evaluate(
+                model,
+                data.test_images,
+                data.test_labels,
+                batch_size=settings.eval_batch_size,
+                device=device,
+            )
+            gradients = accumulator.result()
+            if streamer is not None:
+                t1 = time.perf_counter()
+                coded = streamer.code(gradients, epoch=epoch, n_batches=accumulator.n_batches)
+                write_tsv(state_dir / f"epoch{epoch}.coded.tsv", coded)
+                log.info(
+                    "epoch %d: coded %d tensors in the training job in %.1f s",
+                    epoch,
+                    coded["tensor"].nunique(),
+                    time.perf_counter() - t1,
+                )
+            write_dump(
+                state_dir / f"epoch{epoch}.safetensors",
+                {kind: {n: t[n] for n in params} for kind, t in gradients.items()},
+                {
+                    "model": settings.model,
+                    "seed": settings.seed,
+                    "epoch": epoch,
+                    "n_batches": accumulator.n_batches,
+                    "batch_size": settings.batch_size,
+                    "last_batch_size": len(data.train_labels)
+                    - (accumulator.n_batches - 1) * settings.batch_size,
+                    "loss_reduction": settings.loss_reduction,
+                    "n_train": len(data.train_labels),
+                    **(extra_metadata or {}),
+                },
+            )
+            row = {
                 "epoch": epoch,
-                "n_batches": accumulator.n_batches,
-                "batch_size": settings.batch_size,
-                "last_batch_size": len(data.train_labels)
-                - (accumulator.n_batches - 1) * settings.batch_size,
-                "loss_reduction": settings.loss_reduction,
-                "n_train": len(data.train_labels),
-                **(extra_metadata or {}),
-            },
-        )
-        row = {
-            "epoch": epoch,
-            "train_loss": train_loss,
-            "train_acc": train_acc,
-            "test_loss": test_loss,
-            "test_acc": test_acc,
-            "images_per_s": seen / train_seconds,
-            "seconds": time.perf_counter() - t0,
-        }
-        history.append(row)
-        atomic_torch_save(
-            {
-                "fingerprint": fingerprint,
-                "epoch": epoch,
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "generator": generator.get_state(),
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
-                "history": history,
-            },
-            ckpt_path,
-        )
-        log.info(
-            "epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  %.0f images/s  %.1f s",
-            epoch,
-            settings.epochs,
-            train_loss,
-            train_acc,
-            test_loss,
-            test_acc,
-            row["images_per_s"],
-            row["seconds"],
-        )
+                "train_loss": train_loss,
+                "train_acc": train_acc,
+                "test_loss": test_loss,
+                "test_acc": test_acc,
+                "images_per_s": seen / train_seconds,
+                "seconds": time.perf_counter() - t0,
+            }
+            history.append(row)
+            atomic_torch_save(
+                {
+                    "fingerprint": fingerprint,
+                    "epoch": epoch,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "generator": generator.get_state(),
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
+                    "history": history,
+                },
+                ckpt_path,
+            )
+            log.info(
+                "epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  "
+                "%.0f images/s  %.1f s",
+                epoch,
+                settings.epochs,
+                train_loss,
+                train_acc,
+                test_loss,
+                test_acc,
+                row["images_per_s"],
+                row["seconds"],
+            )
 
     for epoch, path in enumerate(dump_paths, start=1):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(state_dir / f"epoch{epoch}.safetensors", path)
+    if coded_path is not None:
+        epochs = range(1, settings.epochs + 1) if stream is not None else ()
+        write_streamed(coded_path, [state_dir / f"epoch{e}.coded.tsv" for e in epochs])
     write_tsv(log_path, history, LOG_COLUMNS)
     return history
 
@@ -323,13 +361,18 @@ def train_lossless(
     state_dir: Path,
     threads: int = 1,
     device: str = "cpu",
+    coded_path: Path | None = None,
 ) -> list[dict[str, float]]:
     """The ``train_lossless`` stage: load the cached data, train with dumps (see
     :func:`train_with_dumps`). ``settings`` are :class:`TrainSettings` keywords other than
-    ``threads`` and ``device``, which say where the job runs."""
+    ``threads`` and ``device``, which say where the job runs, plus ``stream``: None or
+    :class:`~gradcomp.lossless.stream.StreamSettings` keywords (then ``coded_path`` gets
+    the coding rows of every tensor)."""
     from gradcomp.data import load_cifar10
 
     data = load_cifar10(Path(data_path))
+    settings = dict(settings)
+    stream = settings.pop("stream", None)
     full = {**settings, "dump_tensors": tuple(settings.get("dump_tensors", ("*",)))}
     return train_with_dumps(
         data,
@@ -338,4 +381,6 @@ def train_lossless(
         log_path=Path(log_path),
         state_dir=Path(state_dir),
         extra_metadata={"data_source": data.source},
+        stream=None if stream is None else StreamSettings(**stream),
+        coded_path=None if coded_path is None else Path(coded_path),
     )

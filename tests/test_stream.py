@@ -1,0 +1,270 @@
+"""Whole-model coding in the training job (lossless.coding.stream) against the dumps' path.
+
+The reference is the workflow's other path, run separately here: full dumps written to
+safetensors, fitted by ``fit_run`` into a fit table, coded by ``code_run`` from that table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO, make_tiny_cifar
+from gradcomp.coding.registry import coder_specs
+from gradcomp.lossless.code_lossless import CODING_COLUMNS, code_lossless, code_run
+from gradcomp.lossless.dumps import read_dump
+from gradcomp.lossless.fit_lossless import fit_run
+from gradcomp.lossless.stream import StreamSettings, stream_enabled
+from gradcomp.lossless.tables import coding_rate_table
+from gradcomp.lossless.train import TrainSettings, train_with_dumps
+from gradcomp.models import build_model
+
+FAMILIES = ("gennorm", "norm", "laplace")
+# one coder or bound of every kind (the whole registry takes ~4x longer on fc1's 98k entries)
+CODERS = (
+    "fp8", "zstd", "lzma_shuffled", "huffman_gennorm", "huffman_laplace", "xent_norm",
+    "ans_gennorm", "huffman_empirical", "entropy", "ans_gennorm_channel", "entropy_channel",
+    "ans_context", "entropy_context",
+)  # fmt: skip
+STREAM = StreamSettings(
+    families=FAMILIES, scalings=("none", "amax"), coders=CODERS, verify=True, skip_below=256
+)
+STREAM_SPECS = coder_specs({"families": FAMILIES, "coders": CODERS})
+EPOCHS = 2
+
+
+def train(tmp: Path, dump_tensors=("*",), stream: StreamSettings | None = STREAM) -> Path:
+    settings = TrainSettings(
+        model="mlp", seed=3, epochs=EPOCHS, batch_size=32, threads=1, dump_tensors=dump_tensors
+    )
+    train_with_dumps(
+        make_tiny_cifar(), settings,
+        dump_paths=[tmp / f"grads/epoch{e}.safetensors" for e in range(1, EPOCHS + 1)],
+        log_path=tmp / "log.tsv", state_dir=tmp / "state", stream=stream,
+        coded_path=tmp / "coded_all.tsv",
+    )  # fmt: skip
+    return tmp
+
+
+def dumps(run: Path) -> list[Path]:
+    return [run / f"grads/epoch{e}.safetensors" for e in range(1, EPOCHS + 1)]
+
+
+def code_from_dumps(run: Path) -> pd.DataFrame:
+    """fit_lossless then code_lossless, as the workflow runs them (fit table through a TSV;
+    every family fitted, as lossless.fit.families, of which the coders use three)."""
+    fits = fit_run(
+        dumps(run), model="mlp", run=3, families=["norm", "laplace", "gennorm", "dweibull"],
+        floc=None, skip_below=256, kinds=["epoch_avg"],
+    )  # fmt: skip
+    fits.to_csv(run / "fits.tsv", sep="\t", index=False)
+    return code_run(
+        dumps(run), pd.read_csv(run / "fits.tsv", sep="\t"), model="mlp", run=3,
+        families=FAMILIES, scalings=STREAM.scalings, coders=STREAM_SPECS, verify=True,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, object]:
+    """Three trainings of the same seed: every tensor dumped and streamed, no streaming,
+    one tensor dumped and every tensor streamed; and the coding of the first from its dumps."""
+    out = {
+        "all": train(tmp_path_factory.mktemp("all")),
+        "plain": train(tmp_path_factory.mktemp("plain"), stream=None),
+        "one": train(tmp_path_factory.mktemp("one"), dump_tensors=("fc2.weight",)),
+    }
+    return {**out, "reference": code_from_dumps(out["all"])}
+
+
+KEY = ["epoch", "kind", "tensor", "scaling", "accounting", "coder"]
+
+
+@pytest.mark.slow
+def test_streamed_rows_equal_the_dumps_coding_for_every_tensor(runs) -> None:
+    """Every row of coded_all.tsv equals code_lossless's row from the full dump and fit
+    table (same coders, same fits): bits, counts and shares, exactly.
+
+    Planted bugs that fail it: streaming the last-batch gradient instead of the epoch
+    average, the slip factor applied with n_batches off by one, fits with loc fixed at 0,
+    a skip_below filter of ``>`` instead of ``>=`` (fc2.weight has 320 entries: kept),
+    or coding gradients before the epoch's last batch was added."""
+    streamed = pd.read_csv(runs["all"] / "coded_all.tsv", sep="\t")
+    reference = runs["reference"]
+    assert list(streamed.columns) == list(CODING_COLUMNS)
+    model = build_model("mlp", seed=0)
+    big = sorted(n for n, p in model.named_parameters() if p.numel() >= 256)
+    assert sorted(set(streamed["tensor"])) == big == ["fc1.weight", "fc2.weight"]
+    assert len(streamed) == EPOCHS * len(big) * 2 * 2 * len(CODERS)
+    left = streamed.sort_values(KEY).reset_index(drop=True)
+    right = reference.sort_values(KEY).reset_index(drop=True)
+    pd.testing.assert_frame_equal(left, right, check_dtype=False, check_exact=True)
+
+
+@pytest.mark.slow
+def test_streaming_leaves_the_dumps_unchanged(runs) -> None:
+    """The same seed with and without streaming writes the same dump bytes (planted bug:
+    the streamer drawing from torch's random stream, or the dump taking every tensor)."""
+    for e in range(1, EPOCHS + 1):
+        path = f"grads/epoch{e}.safetensors"
+        assert (runs["all"] / path).read_bytes() == (runs["plain"] / path).read_bytes()
+    plain = pd.read_csv(runs["plain"] / "coded_all.tsv", sep="\t")
+    assert list(plain.columns) == list(CODING_COLUMNS) and plain.empty
+    assert read_dump(runs["one"] / "grads/epoch1.safetensors").names == ["fc2.weight"]
+
+
+@pytest.mark.slow
+def test_t1_covers_every_tensor_with_one_dumped_tensor(runs, tmp_path: Path) -> None:
+    """dump_tensors = [fc2.weight]: code_lossless adds the streamed fc1.weight, so T1's
+    entries per (coder, scaling, accounting) are every coded tensor of every epoch (the
+    model's own sizes) and T1 equals the full-dump run's T1.
+
+    Planted bugs that fail it: code_lossless ignoring coded_all.tsv (T1 from 320 entries),
+    or adding the streamed rows of fc2.weight too (its entries counted twice)."""
+    one = runs["one"]
+    fits = fit_run(
+        dumps(one), model="mlp", run=3, families=list(FAMILIES), floc=None,
+        skip_below=256, kinds=["epoch_avg"],
+    )  # fmt: skip
+    assert set(fits["tensor"]) == {"fc2.weight"}
+    fits.to_csv(tmp_path / "fits.tsv", sep="\t", index=False)
+    coding = code_lossless(
+        dumps(one), tmp_path / "fits.tsv", tmp_path / "coding.tsv",
+        streamed_tsv=one / "coded_all.tsv", model="mlp", run=3, families=FAMILIES,
+        scalings=STREAM.scalings, coders=STREAM_SPECS, verify=True,
+    )  # fmt: skip
+    sizes = {n: p.numel() for n, p in build_model("mlp", seed=0).named_parameters()}
+    entries = coding.groupby(["scaling", "accounting", "coder"])["numel"].sum()
+    expected = EPOCHS * sum(n for n in sizes.values() if n >= 256)
+    assert (entries == expected).all() and len(entries) == 2 * 2 * len(CODERS)
+    full = runs["reference"]
+    t1_one, t1_full = coding_rate_table(coding), coding_rate_table(full)
+    pd.testing.assert_frame_equal(
+        t1_one.reset_index(drop=True), t1_full.reset_index(drop=True), check_exact=False
+    )
+    assert np.isfinite(t1_one["bits_per_entry_mean"]).all()
+
+
+@pytest.mark.slow
+def test_merge_refuses_streamed_rows_of_other_coders(runs, tmp_path: Path) -> None:
+    streamed = pd.read_csv(runs["one"] / "coded_all.tsv", sep="\t")
+    streamed[streamed["coder"] != "zstd"].to_csv(tmp_path / "c.tsv", sep="\t", index=False)
+    fits = fit_run(dumps(runs["one"]), model="mlp", run=3, families=list(FAMILIES),
+                   floc=None, skip_below=256, kinds=["epoch_avg"])  # fmt: skip
+    fits.to_csv(tmp_path / "fits.tsv", sep="\t", index=False)
+    with pytest.raises(ValueError, match=r"c\.tsv.*coder.*zstd"):
+        code_lossless(
+            dumps(runs["one"]), tmp_path / "fits.tsv", tmp_path / "coding.tsv",
+            streamed_tsv=tmp_path / "c.tsv", model="mlp", run=3, families=FAMILIES,
+            scalings=STREAM.scalings, coders=STREAM_SPECS,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("stream", "patterns", "expected"),
+    [
+        ("auto", None, False),
+        ("auto", ["*"], False),
+        ("auto", ["conv2.weight"], True),
+        ("auto", ["*.weight"], True),
+        (True, None, True),
+        (False, ["conv2.weight"], False),
+    ],
+)
+def test_stream_auto_is_on_when_dumps_are_restricted(stream, patterns, expected) -> None:
+    lossless = {"coding": {"stream": stream}, "dump_tensors": {}}
+    if patterns is not None:
+        lossless["dump_tensors"]["cnn"] = patterns
+    assert stream_enabled(lossless, "cnn") is expected
+
+
+def test_bad_stream_value_names_the_key() -> None:
+    with pytest.raises(ValueError, match="lossless.coding.stream"):
+        stream_enabled({"coding": {"stream": "yes"}, "dump_tensors": {}}, "cnn")
+
+
+@pytest.mark.slow
+def test_workflow_with_one_dumped_tensor_codes_the_whole_model(tmp_path: Path) -> None:
+    """The tiny config with lossless.dump_tensors = {mlp: [fc2.weight]} (stream: auto):
+    the training job writes coded_all.tsv with every tensor, code_lossless's coding.tsv
+    (and so T1 and L5) covers both weight tensors of every epoch, and its fc2.weight rows
+    (coded from the dump) equal the streamed ones.
+
+    Planted bugs that fail it: the train rule not passing the stream settings (coded_all
+    empty), or code_lossless not reading coded_all.tsv (coding.tsv without fc1.weight)."""
+    import yaml
+
+    from conftest import TINY_CONFIG, run_snakemake, write_imagefolder_tree
+
+    tree = write_imagefolder_tree(tmp_path / "cifar", n_train=100, n_test=40)
+    lossless = {**TINY_CONFIG["lossless"], "runs": 1, "dump_tensors": {"mlp": ["fc2.weight"]}}
+    config = {**TINY_CONFIG, "cifar10": str(tree), "lossless": lossless}
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config))
+    targets = ("results/tables/T1.tsv", "results/figures/L5_mlp.png")
+    run_snakemake(tmp_path, "--cores", "1", "--configfile", "tiny.yaml", targets=targets)
+    run = tmp_path / "results/lossless/mlp/run0"
+    assert read_dump(run / "grads/epoch1.safetensors").names == ["fc2.weight"]
+    streamed = pd.read_csv(run / "coded_all.tsv", sep="\t")
+    coding = pd.read_csv(run / "coding.tsv", sep="\t")
+    for table in (streamed, coding):
+        assert set(table["tensor"]) == {"fc1.weight", "fc2.weight"}
+        entries = table.groupby(["scaling", "accounting", "coder"])["numel"].sum()
+        assert (entries == 2 * (98304 + 320)).all()
+    fc2 = [t[t["tensor"] == "fc2.weight"].sort_values(KEY).reset_index(drop=True)
+           for t in (streamed, coding)]  # fmt: skip
+    pd.testing.assert_frame_equal(*fc2, check_dtype=False, check_exact=True)
+    t1 = pd.read_csv(tmp_path / "results/tables/T1.tsv", sep="\t")
+    assert set(t1["coder"]) == set(coding["coder"]) and (t1["runs"] == 1).all()
+    assert (tmp_path / "results/figures/L5_mlp.png").stat().st_size > 10_000
+
+
+WORKER_SCRIPT = """
+import sys
+import numpy as np
+import torch
+from gradcomp.lossless.stream import GradientStreamer, StreamSettings
+
+with open(sys.argv[1] + ".starts", "a") as fh:  # top level, no main guard: as a Snakemake job
+    fh.write("start\\n")
+torch.set_num_threads(2)
+torch.ones(1000, 1000) @ torch.ones(1000, 1000)  # a threaded torch before the workers start
+rng = np.random.default_rng(5)
+sizes = {"a.weight": (40, 30), "b.bias": (8,), "c.weight": (300,), "d.weight": (20, 20)}
+grads = {n: rng.laplace(scale=1e-3, size=s).astype(np.float32) for n, s in sizes.items()}
+settings = StreamSettings(families=("gennorm",), coders=("fp8", "huffman_gennorm", "entropy"))
+workers = int(sys.argv[2])
+with GradientStreamer(settings, model="m", run=0, workers=workers) as streamer:
+    table = streamer.code({"epoch_avg": grads, "last_batch": grads}, epoch=4, n_batches=3)
+table.to_csv(sys.argv[1], sep="\\t", index=False)
+"""
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_rows_in_model_order(tmp_path: Path) -> None:
+    """workers = 2, started from an unguarded script (as a Snakemake job's script) after
+    torch ran threaded, returns the rows of workers = 1, in the model's order, and runs the
+    script once. Planted bugs that fail it: spawned workers (each re-runs the script),
+    rows gathered in completion order, or heads zipped to other jobs."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text(WORKER_SCRIPT)
+    tables = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}.tsv"
+        subprocess.run(
+            [sys.executable, str(script), str(out), str(workers)],
+            check=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )
+        assert (tmp_path / f"w{workers}.tsv.starts").read_text() == "start\n"
+        tables.append(pd.read_csv(out, sep="\t"))
+    pd.testing.assert_frame_equal(*tables, check_exact=True)
+    assert list(dict.fromkeys(tables[1]["tensor"])) == ["a.weight", "c.weight", "d.weight"]
+    fp8 = tables[1][tables[1]["coder"] == "fp8"]
+    assert (fp8["numel"] == [1200, 1200, 300, 300, 400, 400]).all()  # exact, slip per tensor
