@@ -11,9 +11,6 @@ in :func:`builtin_specs`.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +22,7 @@ from gradcomp.coding.context import ContextCoder
 from gradcomp.coding.general_purpose import general_purpose_bits
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
 from gradcomp.coding.iid_coders import AnsModelCoder, HuffmanEmpiricalCoder, HuffmanModelCoder
+from gradcomp.plugins import check_constructor, import_class
 
 __all__ = ["CoderSpec", "builtin_specs", "coder_specs", "default_coders"]
 
@@ -97,27 +95,16 @@ def _user_spec(entry: Mapping[str, Any], where: str) -> CoderSpec:
         raise ValueError(f"config key '{where}.class': {exc}") from None
     options = dict(entry.get("options") or {})
     try:
-        inspect.signature(cls).bind(**options)
-    except TypeError as exc:
-        raise ValueError(
-            f"config key '{where}.options': {path} cannot take {options} ({exc})"
-        ) from None
+        check_constructor(cls, options)
+    except ValueError as exc:
+        raise ValueError(f"config key '{where}.options': {exc}") from None
     color, figure = str(entry.get("color", "0.3")), bool(entry.get("figure", True))
     return CoderSpec(name, cls, options, color, figure)
 
 
 def _load(path: str) -> type:
     """The class at ``"module:Class"``, with a coder's or a bound's methods."""
-    if not (isinstance(path, str) and re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", path)):
-        raise ValueError(f"{path!r} is not of the form 'package.module:Class'")
-    module_name, class_name = path.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import failure is the user's to fix
-        raise ValueError(f"cannot import module {module_name!r} ({exc})") from exc
-    cls = getattr(module, class_name, None)
-    if not inspect.isclass(cls):
-        raise ValueError(f"module {module_name!r} has no class {class_name!r}")
+    cls = import_class(path)
     is_coder = all(callable(getattr(cls, m, None)) for m in ("encode", "decode"))
     if not (is_coder or callable(getattr(cls, "bits", None))):
         raise ValueError(f"{path} has neither encode and decode (a coder) nor bits (a bound)")

@@ -13,11 +13,10 @@ stochastic compressors), ``rate`` and ``M`` only when the config entry lists ``r
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from gradcomp.plugins import check_constructor, import_class
 
 __all__ = [
     "REQUIRED_METHODS",
@@ -28,21 +27,11 @@ __all__ = [
 ]
 
 REQUIRED_METHODS = ("compress", "decompress", "rate")
-_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 def load_class(path: Any) -> type:
-    """The class at ``"package.module:Class"``; ValueError saying what is wrong."""
-    if not (isinstance(path, str) and _PATH.match(path)):
-        raise ValueError(f"{path!r} is not of the form 'package.module:Class'")
-    module_name, class_name = path.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import failure is the user's to fix, not a crash here
-        raise ValueError(f"cannot import module {module_name!r} ({exc})") from exc
-    cls = getattr(module, class_name, None)
-    if not inspect.isclass(cls):
-        raise ValueError(f"module {module_name!r} has no class {class_name!r}")
+    """The compressor class at ``"package.module:Class"``; ValueError saying what is wrong."""
+    cls = import_class(path)
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
     if missing:
         raise ValueError(
@@ -57,16 +46,6 @@ def constructor_kwargs(spec: Mapping[str, Any]) -> dict[str, Any]:
     kwargs = {**spec["options"], "seed": spec["seed"]}
     kwargs.update({k: spec[k] for k in ("rate", "M") if spec[k] is not None})
     return kwargs
-
-
-def check_constructor(cls: type, kwargs: Mapping[str, Any]) -> None:
-    """ValueError unless ``cls(**kwargs)`` matches the constructor's signature."""
-    try:
-        inspect.signature(cls).bind(**kwargs)
-    except TypeError as exc:
-        raise ValueError(
-            f"{cls.__module__}:{cls.__qualname__} cannot take {sorted(kwargs)} ({exc})"
-        ) from exc
 
 
 def build_user_compressor(spec: Mapping[str, Any]):
