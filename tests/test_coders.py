@@ -97,7 +97,8 @@ def test_code_tensor_reports_the_stream_length() -> None:
 def brute_force_context_entropy(symbols: np.ndarray) -> float:
     """n H(M | C) + n' H(S | C') by counting, with the contexts written out entry by entry:
     C = class of the previous magnitude in the row (0 at a lane start, 1 for zero, then
-    1 + ceil(m / 3)); C' = previous entry's sign state (0 zero, 1 +, 2 -) + 1."""
+    1 + ceil(m / 3)); C' = (previous entry's sign state (0 zero, 1 +, 2 -) + 1, 0 at a lane
+    start; the entry's own magnitude class, at most 15)."""
     mags, _ = GRID.signed_to_magnitude(symbols)
     negative = GRID.levels[symbols] < 0
     rows, cols = symbols.shape
@@ -110,7 +111,9 @@ def brute_force_context_entropy(symbols: np.ndarray) -> float:
             mag_pairs[(mag_ctx, mags[r, j])] += 1
             if mags[r, j]:
                 state_prev = 0 if mags[r, j - 1] == 0 else 1 + negative[r, j - 1]
-                sign_pairs[(0 if start else state_prev + 1, negative[r, j])] += 1
+                own_class = min(1 + math.ceil(mags[r, j] / 3), 15)
+                sign_ctx = (0 if start else state_prev + 1, own_class)
+                sign_pairs[(sign_ctx, negative[r, j])] += 1
     bits = 0.0
     for pairs in (mag_pairs, sign_pairs):
         context_totals = Counter()
@@ -122,7 +125,7 @@ def brute_force_context_entropy(symbols: np.ndarray) -> float:
 
 def test_conditional_entropy_matches_a_brute_force_count() -> None:
     """Planted bugs caught: contexts shifted by one entry, lanes restarting at the wrong
-    place, signs of zero entries counted."""
+    place, signs of zero entries counted, the sign context's own class left out."""
     s = gradient_like(3, 2 * LANE + 17, 5)
     assert ContextEntropy().bits(TensorSymbols(s, GRID)) == pytest.approx(
         brute_force_context_entropy(s), rel=1e-12

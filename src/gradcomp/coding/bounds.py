@@ -9,8 +9,9 @@ magnitudes coded plus one raw sign bit per non-zero entry:
   entropy: the limit of per-channel i.i.d. codes (``ans_gennorm_channel``);
 - ``entropy_context``: ``n H(M | C) + n' H(S | C')``, the empirical conditional entropies of
   the magnitudes and of the non-zero entries' signs given the contexts of
-  :mod:`~gradcomp.coding.context` (``ans_context``), with the counts of the whole tensor
-  (its signs are not raw).
+  :mod:`~gradcomp.coding.context` (``ans_context``: C the previous entry's magnitude class,
+  C' the previous entry's sign state and the entry's own magnitude class), with the counts
+  of the whole tensor (its signs are not raw).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradcomp.coding.base import Bound, TensorSymbols
-from gradcomp.coding.context import lane_contexts, sign_class, sign_states
+from gradcomp.coding.context import lane_contexts, sign_contexts, sign_states
 from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of
 
 __all__ = [
@@ -78,7 +79,7 @@ class ContextEntropy(Bound):
         m = x.magnitudes
         states = sign_states(x.symbols, x.grid)
         nonzero = states > 0
-        sign_ctx = lane_contexts(states, sign_class)
+        sign_ctx = sign_contexts(states, m)
         return conditional_entropy_bits(m, lane_contexts(m)) + conditional_entropy_bits(
             states[nonzero], sign_ctx[nonzero]
         )
