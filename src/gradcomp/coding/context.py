@@ -3,13 +3,19 @@ a pmf that is the product of two adaptive models, no table sent (the decoder kee
 same counts):
 
 - its magnitude, with the counts of the magnitudes seen so far in its context: the
-  magnitude class of the previous entry in the same row;
+  magnitude class of the previous entry in the same row (rule ``previous``), or the larger
+  class of the two previous entries (``max2``);
 - if non-zero, its sign, with the counts of the signs seen so far in the context (previous
   entry's sign state: zero, +, -; the entry's own magnitude class, capped at
   :data:`SIGN_CLASSES` - 1): neighbouring kernel taps of one input channel tend to share
   their sign, the more so the larger they are.
 
-One stream, up to 64 bits of flush.
+One stream, up to 64 bits of flush, after one side bit: the magnitude context rule,
+chosen per tensor (option ``context="auto"``) by :func:`choose_context` from a sample of
+the tensor: the rule of the smaller empirical conditional entropy plus :data:`PAIR_BITS`
+per distinct (context, magnitude) pair, an estimate of what learning the counts costs
+(``max2`` pays on large tensors whose scale drifts along the row; ``previous`` on small
+ones and where runs of zeros end abruptly).
 
 Order. Each row (output channel) is cut into lanes of :data:`LANE` entries; the coder walks
 the lanes in parallel, one position (step) at a time, so that the decoder, at step t, knows
@@ -34,13 +40,15 @@ from typing import Any
 
 import constriction
 import numpy as np
+from bitarray import bitarray
 
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols
 from gradcomp.quantization.grids import GridQuantizer
 
 __all__ = [
-    "LANE", "SIGN_CLASSES", "START", "ContextCoder", "lane_contexts", "magnitude_class",
-    "sign_contexts", "sign_states",
+    "CONTEXTS", "LANE", "SIGN_CLASSES", "START", "ContextCoder", "choose_context",
+    "conditional_entropy_bits", "lane_contexts", "magnitude_class", "magnitude_contexts",
+    "sample_rows", "sign_contexts", "sign_states",
 ]  # fmt: skip
 
 LANE = 64
@@ -49,6 +57,9 @@ SIGN_CLASSES = 16  # sign contexts per previous sign state: the entry's class, c
 START = 0  # context of a lane's first entry
 PRIOR, FLOOR, MIN_BLOCK = 64.0, 1e-3, 16
 _PAD = 255  # lane padding past a row's end (symbols are below 255)
+CONTEXTS = ("previous", "max2")  # magnitude context rules, side bit 0 and 1
+PAIR_BITS = 2.0  # learning cost per distinct (context, magnitude) pair, bits (estimate)
+SAMPLE = 1 << 20  # entries (whole rows, at least one) the rule is chosen on
 
 
 def magnitude_class(mags: np.ndarray) -> np.ndarray:
@@ -86,6 +97,58 @@ def lane_contexts(values: np.ndarray, classes=None) -> np.ndarray:
     return ctx
 
 
+def magnitude_contexts(mags: np.ndarray, rule: str) -> np.ndarray:
+    """The magnitude context of every entry of ``mags`` (rows, cols), uint8 of the same
+    shape: START at a lane's start; ``previous``: :func:`magnitude_class` of the previous
+    entry; ``max2``: the larger class of the two previous entries of the lane (the previous
+    one's at a lane's second entry)."""
+    if rule not in CONTEXTS:
+        raise ValueError(f"unknown context rule {rule!r}; expected one of {CONTEXTS}")
+    ctx = lane_contexts(mags)
+    if rule == "max2" and ctx.shape[1] > 2:
+        c = magnitude_class(mags)
+        ctx[:, 2:] = np.maximum(c[:, 1:-1], c[:, :-2])
+        ctx[:, 1::LANE] = c[:, : mags.shape[1] - 1 : LANE]
+        ctx[:, ::LANE] = START
+    return ctx
+
+
+def conditional_entropy_bits(symbols: np.ndarray, context: np.ndarray) -> float:
+    """``n H(S | C)`` in bits: the ideal code length of ``symbols`` when each context's
+    symbols are coded with their own empirical pmf; arrays of equal shape, non-negative
+    integers."""
+    s = np.asarray(symbols, dtype=np.int64).ravel()
+    c = np.asarray(context, dtype=np.int64).ravel()
+    if s.size == 0:
+        return 0.0
+    joint = np.bincount(c * (s.max() + 1) + s)
+    joint = joint[joint > 0].astype(np.float64)
+    per_context = np.bincount(c)
+    per_context = per_context[per_context > 0].astype(np.float64)
+    # n H(S|C) = -sum n_cs log2 n_cs + sum n_c log2 n_c
+    return float(-(joint * np.log2(joint)).sum() + (per_context * np.log2(per_context)).sum())
+
+
+def sample_rows(shape: tuple[int, int]) -> int:
+    """How many leading rows of a (rows, cols) tensor :func:`choose_context` reads."""
+    return max(1, SAMPLE // max(1, shape[1]))
+
+
+def choose_context(mags: np.ndarray) -> str:
+    """The rule of :data:`CONTEXTS` with the smallest estimated adaptive code length of the
+    magnitudes ``mags`` (rows, cols): ``n H(M | C) + PAIR_BITS * (distinct (C, M) pairs)``
+    on the first :func:`sample_rows` rows; ``previous`` on a tie."""
+    m = np.asarray(mags)
+    sample = m[: sample_rows(m.shape)]
+
+    def cost(rule: str) -> float:
+        ctx = magnitude_contexts(sample, rule)
+        pairs = np.count_nonzero(np.bincount((ctx.astype(np.int64) << 8 | sample).ravel()))
+        return conditional_entropy_bits(sample, ctx) + PAIR_BITS * pairs
+
+    return min(CONTEXTS, key=cost)
+
+
 def _tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray]:
     """Per signed symbol: its magnitude (int64) and sign state (uint8: 0 zero, 1 +, 2 -)."""
     mags, _ = grid.signed_to_magnitude(np.arange(grid.n_levels))
@@ -118,23 +181,38 @@ class _Joint:
     a lane start); the step's entries are grouped by key and each group coded in blocks.
     """
 
-    def __init__(self, grid: GridQuantizer) -> None:
+    def __init__(self, grid: GridQuantizer, rule: str) -> None:
         mag_of, state_of = _tables(grid)
+        self.max2 = rule == "max2"
         self.n = grid.n_levels
         self.mag_of, self.n_mags = mag_of, grid.n_magnitudes
         self.nonzero = state_of > 0
         # per signed symbol: its sign model's column (class * 2 + negative), -1 for zero
         self.sign_col = np.where(self.nonzero, 2 * _sign_class(mag_of) + (state_of == 2), 0)
-        self.key_of = (4 * magnitude_class(mag_of).astype(np.int64) + 1 + state_of).astype(
-            np.uint8
-        )  # the key an entry gives its successor
         if magnitude_class(mag_of).max() >= 63:
             raise ValueError("ans_context: too many magnitude classes for a uint8 key")
+        # what an entry gives the key of its successor: 4 * class, and 1 + its sign state
+        self.key_of = np.zeros(256, dtype=np.uint8)  # 0 for the lane padding
+        self.key_of[: self.n] = 4 * magnitude_class(mag_of) + (1 + state_of).astype(np.uint8)
         self.mag_counts = np.zeros((64, self.n_mags))
         self.mag_pooled = np.zeros(self.n_mags)
         self.seen = np.zeros(64, dtype=np.int64)
         self.sign_counts = np.zeros((4, 2 * SIGN_CLASSES))
         self.sign_pooled = np.zeros(2 * SIGN_CLASSES)
+
+    def keys(self, v: np.ndarray, t: int, where: np.ndarray | None) -> np.ndarray:
+        """Context keys (uint8) of step ``t``'s entries (lanes ``where``, None: all) from the
+        symbols ``v`` (LANE, n_lanes) of the steps before."""
+        if t == 0:
+            self._before = None
+            return np.full(v.shape[1] if where is None else where.size, START, dtype=np.uint8)
+        own = np.take(self.key_of, v[t - 1])  # every lane; called for t = 0, 1, 2, ...
+        keys = own
+        if self.max2 and self._before is not None:
+            # 4 max(c1, c2) + s1 = max(4 c1 + s1, 4 c2 + s1)
+            keys = np.maximum(own, (self._before & 0xFC) | (own & 3))
+        self._before = own
+        return keys if where is None else keys[where]
 
     def blocks(self, key: int, n: int):
         """``(start, stop, model)`` of the next ``n`` symbols of ``key``; the caller
@@ -195,15 +273,28 @@ class ContextCoder(Coder):
     color = "C9"
     in_figure = True
 
+    def __init__(self, context: str = "auto") -> None:
+        if context != "auto" and context not in CONTEXTS:
+            raise ValueError(
+                f"ans_context option 'context': {context!r} is not 'auto' or one of {CONTEXTS}"
+            )
+        self.context = context
+
     def encode(self, x: TensorSymbols) -> Bitstream:
         _check(x.grid)
+        if self.context == "auto":
+            head = x.symbols[: sample_rows(x.shape)]
+            rule = choose_context(x.grid.signed_to_magnitude(head)[0])
+        else:
+            rule = self.context
+        flag = bitarray([CONTEXTS.index(rule)])
         if not x.symbols.size:
-            return Bitstream(side=(), payload=(np.zeros(0, np.uint32),), shape=x.shape)
-        joint = _Joint(x.grid)
+            return Bitstream(side=(flag,), payload=(np.zeros(0, np.uint32),), shape=x.shape)
+        joint = _Joint(x.grid, rule)
         v = to_lanes(x.symbols.astype(np.uint8), fill=_PAD)
         plan = []  # (symbols, model) in decode order
         for t, where in _steps(v != _PAD):
-            keys = _keys(joint, v, t, where)
+            keys = joint.keys(v, t, where)
             order, groups = _groups(keys)
             step = (v[t] if where is None else v[t, where])[order].astype(np.int32)
             for key, lo, hi in groups:
@@ -215,7 +306,7 @@ class ContextCoder(Coder):
         for block, m in reversed(plan):
             coder.encode_reverse(block, m)
         words = np.asarray(coder.get_compressed(), dtype=np.uint32)
-        return Bitstream(side=(), payload=(words,), shape=x.shape)
+        return Bitstream(side=(flag,), payload=(words,), shape=x.shape)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
         _check(grid)
@@ -224,11 +315,11 @@ class ContextCoder(Coder):
             return np.zeros(shape, dtype=np.int64)
         (words,) = stream.payload
         decoder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
-        joint = _Joint(grid)
+        joint = _Joint(grid, CONTEXTS[stream.side[0][0]])
         ok = to_lanes(np.ones(shape, bool), fill=False)
         v = np.zeros(ok.shape, dtype=np.uint8)
         for t, where in _steps(ok):
-            keys = _keys(joint, v, t, where)
+            keys = joint.keys(v, t, where)
             order, groups = _groups(keys)
             out = np.empty(keys.size, dtype=np.int32)
             for key, lo, hi in groups:
@@ -248,11 +339,3 @@ def _steps(ok: np.ndarray):
             yield t, None
         elif ok[t].any():
             yield t, np.flatnonzero(ok[t])
-
-
-def _keys(joint: _Joint, v: np.ndarray, t: int, where: np.ndarray | None) -> np.ndarray:
-    """Context keys (uint8) of step ``t``'s entries from step ``t - 1``'s symbols ``v``."""
-    n = v.shape[1] if where is None else where.size
-    if t == 0:
-        return np.full(n, START, dtype=np.uint8)
-    return joint.key_of[v[t - 1] if where is None else v[t - 1, where]]
