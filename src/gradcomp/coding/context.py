@@ -22,12 +22,15 @@ the lanes in parallel, one position (step) at a time, so that the decoder, at st
 every context (from step t - 1) and decodes each context's symbols of the step in one call.
 A lane's first entry has context :data:`START` (magnitude and sign).
 
-Model. Context c's magnitude pmf is ``counts_c + PRIOR * pooled + FLOOR``, ``pooled`` the
-pmf of all magnitudes seen so far (uniform before any), so a new context starts from the
-tensor's law rather than from nothing; the sign pmfs likewise. Counts are updated after
-each block of a (magnitude, sign) context pair's symbols; a block is at most as long as
-the magnitude context's count so far (at least :data:`MIN_BLOCK`), so the model adapts
-after 16, 32, 64, ... symbols and then once per step.
+Model. Context c's magnitude pmf is ``counts_c + PRIOR * prior_c + FLOOR``: ``prior_c`` is
+the normalised sum of the counts of the neighbouring non-zero classes c - 1 and c + 1 and
+``NEAR * PRIOR * pooled``, ``pooled`` the pmf of all magnitudes seen so far (uniform before
+any); for START and the zero class, ``pooled`` itself. So a new context starts from its
+neighbours' law, which shifts smoothly with the class, or the tensor's, rather than from
+nothing; the sign pmfs start from the pooled sign pmf of their own magnitude class.
+Counts are updated after each block of a (magnitude, sign) context pair's symbols; a block
+is at most as long as the magnitude context's count so far (at least :data:`MIN_BLOCK`),
+so the model adapts after 16, 32, 64, ... symbols and then once per step.
 
 Units: sizes in bits; symbols are the grid's signed symbols, magnitude indices and sign
 states, ints (rows, cols).
@@ -56,6 +59,7 @@ CLASS_WIDTH = 3  # magnitude indices per context class (FP8 E5M2: 4 per binade)
 SIGN_CLASSES = 16  # sign contexts per previous sign state: the entry's class, capped
 START = 0  # context of a lane's first entry
 PRIOR, FLOOR, MIN_BLOCK = 64.0, 1e-3, 16
+NEAR = 2.0  # weight of the tensor's law in a class's prior, in units of PRIOR
 _PAD = 255  # lane padding past a row's end (symbols are below 255)
 CONTEXTS = ("previous", "max2")  # magnitude context rules, side bit 0 and 1
 PAIR_BITS = 2.0  # learning cost per distinct (context, magnitude) pair, bits (estimate)
@@ -226,7 +230,11 @@ class _Joint:
 
     def _model(self, cm: int, cs: int) -> Any:
         total = self.mag_pooled.sum()
-        prior = self.mag_pooled / total if total else 1.0 / self.n_mags
+        prior = self.mag_pooled / total if total else np.full(self.n_mags, 1.0 / self.n_mags)
+        if cm >= 2:  # a non-zero class: its neighbouring classes' counts, then the tensor's
+            near = self.mag_counts[cm + 1] + (self.mag_counts[cm - 1] if cm > 2 else 0.0)
+            near = near + NEAR * PRIOR * prior
+            prior = near / near.sum()
         pm = self.mag_counts[cm] + PRIOR * prior + FLOOR
         pm /= pm.sum()
         pooled = self.sign_pooled.reshape(-1, 2)
