@@ -22,12 +22,13 @@ the lanes in parallel, one position (step) at a time, so that the decoder, at st
 every context (from step t - 1) and decodes each context's symbols of the step in one call.
 A lane's first entry has context :data:`START` (magnitude and sign).
 
-Model. Context c's magnitude pmf is ``counts_c + PRIOR * prior_c + FLOOR``: ``prior_c`` is
-the normalised sum of the counts of the neighbouring non-zero classes c - 1 and c + 1 and
-``NEAR * PRIOR * pooled``, ``pooled`` the pmf of all magnitudes seen so far (uniform before
-any); for START and the zero class, ``pooled`` itself. So a new context starts from its
-neighbours' law, which shifts smoothly with the class, or the tensor's, rather than from
-nothing; the sign pmfs start from the pooled sign pmf of their own magnitude class.
+Model. Context c's magnitude pmf is ``counts_c + PRIOR * prior_c + FLOOR``; ``prior_c``,
+taken at the start of the step, is the normalised sum of the counts of the neighbouring
+non-zero classes c - 1 and c + 1 and ``NEAR * PRIOR * pooled``, ``pooled`` the pmf of all
+magnitudes seen so far (uniform before any); for START and the zero class, ``pooled``
+itself. So a new context starts from its neighbours' law, which shifts smoothly with the
+class, or the tensor's, rather than from nothing; the sign pmfs start from the pooled sign
+pmf of their own magnitude class.
 Counts are updated after each block of a (magnitude, sign) context pair's symbols; a block
 is at most as long as the magnitude context's count so far (at least :data:`MIN_BLOCK`),
 so the model adapts after 16, 32, 64, ... symbols and then once per step.
@@ -191,8 +192,12 @@ class _Joint:
         self.n = grid.n_levels
         self.mag_of, self.n_mags = mag_of, grid.n_magnitudes
         self.nonzero = state_of > 0
-        # per signed symbol: its sign model's column (class * 2 + negative), -1 for zero
-        self.sign_col = np.where(self.nonzero, 2 * _sign_class(mag_of) + (state_of == 2), 0)
+        # per signed symbol: its sign model's column (class * 2 + negative); for a zero,
+        # the last entry of _factor, which stays 1
+        self.sign_col = np.where(
+            self.nonzero, 2 * _sign_class(mag_of) + (state_of == 2), 2 * SIGN_CLASSES
+        )
+        self._factor = np.ones(2 * SIGN_CLASSES + 1)
         if magnitude_class(mag_of).max() >= 63:
             raise ValueError("ans_context: too many magnitude classes for a uint8 key")
         # what an entry gives the key of its successor: 4 * class, and 1 + its sign state
@@ -206,7 +211,9 @@ class _Joint:
 
     def keys(self, v: np.ndarray, t: int, where: np.ndarray | None) -> np.ndarray:
         """Context keys (uint8) of step ``t``'s entries (lanes ``where``, None: all) from the
-        symbols ``v`` (LANE, n_lanes) of the steps before."""
+        symbols ``v`` (LANE, n_lanes) of the steps before. Starts the step: the priors
+        are frozen until the next call."""
+        self._priors, self._signs = {}, None
         if t == 0:
             self._before = None
             return np.full(v.shape[1] if where is None else where.size, START, dtype=np.uint8)
@@ -228,30 +235,43 @@ class _Joint:
             yield pos, stop, self._model(cm, cs)
             pos = stop
 
+    def _mag_prior(self, cm: int) -> np.ndarray:
+        """``PRIOR * prior_cm + FLOOR`` (see the module docstring), frozen for a step."""
+        got = self._priors.get(cm)
+        if got is None:
+            total = self.mag_pooled.sum()
+            prior = self.mag_pooled / total if total else np.full(self.n_mags, 1 / self.n_mags)
+            if cm >= 2:  # a non-zero class: its neighbouring classes' counts, then the tensor's
+                near = self.mag_counts[cm + 1] + (self.mag_counts[cm - 1] if cm > 2 else 0.0)
+                near = near + NEAR * PRIOR * prior
+                prior = near / near.sum()
+            got = self._priors[cm] = PRIOR * prior + FLOOR
+        return got
+
+    def _sign_prior(self) -> np.ndarray:
+        """``PRIOR * pooled sign pmf of each class + FLOOR``, (SIGN_CLASSES, 2), frozen for
+        a step."""
+        if self._signs is None:
+            pooled = self.sign_pooled.reshape(-1, 2)
+            totals = pooled.sum(axis=1, keepdims=True)
+            prior = np.divide(pooled, totals, out=np.full_like(pooled, 0.5), where=totals > 0)
+            self._signs = PRIOR * prior + FLOOR
+        return self._signs
+
     def _model(self, cm: int, cs: int) -> Any:
-        total = self.mag_pooled.sum()
-        prior = self.mag_pooled / total if total else np.full(self.n_mags, 1.0 / self.n_mags)
-        if cm >= 2:  # a non-zero class: its neighbouring classes' counts, then the tensor's
-            near = self.mag_counts[cm + 1] + (self.mag_counts[cm - 1] if cm > 2 else 0.0)
-            near = near + NEAR * PRIOR * prior
-            prior = near / near.sum()
-        pm = self.mag_counts[cm] + PRIOR * prior + FLOOR
+        pm = self.mag_counts[cm] + self._mag_prior(cm)
         pm /= pm.sum()
-        pooled = self.sign_pooled.reshape(-1, 2)
-        totals = pooled.sum(axis=1, keepdims=True)
-        prior_s = np.divide(pooled, totals, out=np.full_like(pooled, 0.5), where=totals > 0)
-        ps = self.sign_counts[cs].reshape(-1, 2) + PRIOR * prior_s + FLOOR
-        ps = (ps / ps.sum(axis=1, keepdims=True)).ravel()
-        p = pm[self.mag_of] * np.where(self.nonzero, ps[self.sign_col], 1.0)
+        ps = self.sign_counts[cs].reshape(-1, 2) + self._sign_prior()
+        self._factor[:-1] = (ps / ps.sum(axis=1, keepdims=True)).ravel()
+        p = pm[self.mag_of] * self._factor[self.sign_col]
         return constriction.stream.model.Categorical(p / p.sum(), perfect=False)
 
     def update(self, key: int, symbols: np.ndarray) -> None:
         cm, cs = divmod(key, 4)
         per_symbol = np.bincount(symbols, minlength=self.n).astype(np.float64)
         mags = np.bincount(self.mag_of, weights=per_symbol, minlength=self.n_mags)
-        signs = np.bincount(
-            self.sign_col, weights=per_symbol * self.nonzero, minlength=2 * SIGN_CLASSES
-        )
+        signs = np.bincount(self.sign_col, weights=per_symbol, minlength=2 * SIGN_CLASSES + 1)
+        signs = signs[:-1]
         self.mag_counts[cm] += mags
         self.mag_pooled += mags
         self.seen[cm] += symbols.size
