@@ -321,7 +321,7 @@ class ContextCoder(Coder):
         joint = _Joint(x.grid, rule)
         v = to_lanes(x.symbols.astype(np.uint8), fill=_PAD)
         plan = []  # (symbols, model) in decode order
-        for t, where in _steps(v != _PAD):
+        for t, where in _steps(x.shape):
             keys = joint.keys(v, t, where)
             order, groups = _groups(keys)
             step = (v[t] if where is None else v[t, where])[order].astype(np.int32)
@@ -344,9 +344,8 @@ class ContextCoder(Coder):
         (words,) = stream.payload
         decoder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
         joint = _Joint(grid, CONTEXTS[stream.side[0][0]])
-        ok = to_lanes(np.ones(shape, bool), fill=False)
-        v = np.zeros(ok.shape, dtype=np.uint8)
-        for t, where in _steps(ok):
+        v = np.zeros((LANE, shape[0] * -(-shape[1] // LANE)), dtype=np.uint8)
+        for t, where in _steps(shape):
             keys = joint.keys(v, t, where)
             order, groups = _groups(keys)
             out = np.empty(keys.size, dtype=np.int32)
@@ -359,11 +358,16 @@ class ContextCoder(Coder):
         return np.ascontiguousarray(from_lanes(v, shape)).astype(np.int64)
 
 
-def _steps(ok: np.ndarray):
-    """``(t, where)`` of every step with entries: ``where`` the lanes that have one (None:
-    all of them)."""
-    for t in range(LANE):
-        if ok[t].all():
+def _steps(shape: tuple[int, int]):
+    """``(t, where)`` of every step of a (rows, cols) tensor's lanes that has entries:
+    ``where`` the lanes that have one (None: all of them)."""
+    rows, cols = shape
+    seg = -(-cols // LANE)  # lanes per row; the last one holds ``last`` entries
+    last = cols - (seg - 1) * LANE
+    for t in range(min(LANE, cols)):
+        if t < last:
             yield t, None
-        elif ok[t].any():
-            yield t, np.flatnonzero(ok[t])
+        elif seg > 1:
+            if t == last:
+                where = np.flatnonzero(np.arange(rows * seg) % seg != seg - 1)
+            yield t, where
