@@ -19,9 +19,10 @@ from bitarray import bitarray
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gradcomp.coding import bounds
 from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.bounds import ContextEntropy
-from gradcomp.coding.context import LANE, ContextCoder
+from gradcomp.coding.context import CONTEXTS, LANE, ContextCoder
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
 from gradcomp.coding.registry import builtin_specs, coder_specs
 from gradcomp.lossless.code_lossless import code_run, code_tensor
@@ -56,7 +57,9 @@ def gradient_like(rows: int, cols: int, seed: int) -> np.ndarray:
     rows=st.integers(1, 5),
     cols=st.integers(1, 150),
     seed=st.integers(0, 2**16),
-    coder=st.sampled_from([ContextCoder, GenNormChannelCoder]),
+    coder=st.sampled_from(
+        [ContextCoder, GenNormChannelCoder, lambda: ContextCoder(context="max2")]
+    ),
 )
 def test_roundtrip_is_exact_and_bits_are_the_stream(rows, cols, seed, coder) -> None:
     """Planted bugs caught: a context taken from the wrong neighbour on one side only, a
@@ -75,7 +78,7 @@ def test_roundtrip_of_arbitrary_symbols(symbols) -> None:
     """Any symbol sequence, even ones no gradient would give (saturated, alternating)."""
     s = np.array(symbols, dtype=np.int64).reshape(1, -1)
     x = TensorSymbols(s, GRID)
-    for coder in (ContextCoder(), GenNormChannelCoder()):
+    for coder in (ContextCoder(), ContextCoder(context="max2"), GenNormChannelCoder()):
         np.testing.assert_array_equal(coder.decode(coder.encode(x), GRID, {}), s)
 
 
@@ -94,10 +97,12 @@ def test_code_tensor_reports_the_stream_length() -> None:
     assert rows["ans_gennorm_channel"]["side_bits"] == 6 + 8 + 8 * 8  # beta, p0, 8 scales
 
 
-def brute_force_context_entropy(symbols: np.ndarray) -> float:
+def brute_force_context_entropy(symbols: np.ndarray, rule: str) -> float:
     """n H(M | C) + n' H(S | C') by counting, with the contexts written out entry by entry:
-    C = class of the previous magnitude in the row (0 at a lane start, 1 for zero, then
-    1 + ceil(m / 3)); C' = previous entry's sign state (0 zero, 1 +, 2 -) + 1."""
+    C = 0 at a lane start, else the class (1 for zero, then 1 + ceil(m / 3)) of the previous
+    magnitude in the row (rule ``previous``) or the larger class of the two previous ones in
+    the lane (``max2``); C' = (previous entry's sign state (0 zero, 1 +, 2 -) + 1, 0 at a
+    lane start; the entry's own magnitude class, at most 15)."""
     mags, _ = GRID.signed_to_magnitude(symbols)
     negative = GRID.levels[symbols] < 0
     rows, cols = symbols.shape
@@ -105,12 +110,14 @@ def brute_force_context_entropy(symbols: np.ndarray) -> float:
     for r in range(rows):
         for j in range(cols):
             start = j % LANE == 0
-            m_prev = mags[r, j - 1]
-            mag_ctx = 0 if start else 1 + math.ceil(m_prev / 3)
+            before = [1 + math.ceil(mags[r, j - k] / 3) for k in (1, 2) if j % LANE >= k]
+            mag_ctx = 0 if start else (max(before) if rule == "max2" else before[0])
             mag_pairs[(mag_ctx, mags[r, j])] += 1
             if mags[r, j]:
                 state_prev = 0 if mags[r, j - 1] == 0 else 1 + negative[r, j - 1]
-                sign_pairs[(0 if start else state_prev + 1, negative[r, j])] += 1
+                own_class = min(1 + math.ceil(mags[r, j] / 3), 15)
+                sign_ctx = (0 if start else state_prev + 1, own_class)
+                sign_pairs[(sign_ctx, negative[r, j])] += 1
     bits = 0.0
     for pairs in (mag_pairs, sign_pairs):
         context_totals = Counter()
@@ -120,13 +127,44 @@ def brute_force_context_entropy(symbols: np.ndarray) -> float:
     return bits
 
 
-def test_conditional_entropy_matches_a_brute_force_count() -> None:
-    """Planted bugs caught: contexts shifted by one entry, lanes restarting at the wrong
-    place, signs of zero entries counted."""
+@pytest.mark.parametrize("rule", CONTEXTS)
+def test_conditional_entropy_matches_a_brute_force_count(rule, monkeypatch) -> None:
+    """entropy_context with each context rule (forced) against the count above. Planted bugs
+    caught: contexts shifted by one entry, lanes restarting at the wrong place, ``max2``
+    reaching into the previous lane, signs of zero entries counted, the sign context's own
+    class left out."""
     s = gradient_like(3, 2 * LANE + 17, 5)
+    monkeypatch.setattr(bounds, "choose_context", lambda m: rule)
     assert ContextEntropy().bits(TensorSymbols(s, GRID)) == pytest.approx(
-        brute_force_context_entropy(s), rel=1e-12
+        brute_force_context_entropy(s, rule), rel=1e-12
     )
+
+
+def test_bound_uses_the_rule_the_coder_sends() -> None:
+    """The side bit of ans_context names the rule whose conditional entropy entropy_context
+    reports, on a tensor where each rule wins. Planted bug caught: the bound fixed to one
+    rule."""
+    rules = []
+    for s in (dead_groups(8, 2 * LANE + 17, 1), drifting_rows(8, 4096, 0)):
+        x = TensorSymbols(s, GRID)
+        rules.append(CONTEXTS[ContextCoder().encode(x).side[0][0]])
+        assert ContextEntropy().bits(x) == pytest.approx(brute_force_context_entropy(s, rules[-1]))
+    assert rules == ["previous", "max2"]
+
+
+def dead_groups(rows: int, cols: int, seed: int) -> np.ndarray:
+    """Signed symbols of groups of 9 entries (a 3 x 3 kernel), each all zero (a dead input
+    channel) or Laplace at one scale: zero runs end abruptly, ``previous`` sees it."""
+    rng = np.random.default_rng(seed)
+    alive = np.repeat(rng.random((rows, -(-cols // 9))) < 0.5, 9, axis=1)[:, :cols]
+    return GRID.encode(rng.laplace(size=(rows, cols)) * 2.0**-10 * alive)[0]
+
+
+def drifting_rows(rows: int, cols: int, seed: int) -> np.ndarray:
+    """Signed symbols of Laplace entries whose scale drifts slowly along each row."""
+    rng = np.random.default_rng(seed)
+    log_scale = -10 + np.cumsum(rng.normal(0, 0.15, size=(rows, cols)), axis=1)
+    return GRID.encode(rng.laplace(size=(rows, cols)) * 2.0**log_scale)[0]
 
 
 def test_context_coder_is_close_to_its_bound_on_a_large_tensor() -> None:

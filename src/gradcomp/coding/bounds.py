@@ -9,8 +9,9 @@ magnitudes coded plus one raw sign bit per non-zero entry:
   entropy: the limit of per-channel i.i.d. codes (``ans_gennorm_channel``);
 - ``entropy_context``: ``n H(M | C) + n' H(S | C')``, the empirical conditional entropies of
   the magnitudes and of the non-zero entries' signs given the contexts of
-  :mod:`~gradcomp.coding.context` (``ans_context``), with the counts of the whole tensor
-  (its signs are not raw).
+  :mod:`~gradcomp.coding.context` (``ans_context``: C by the context rule the coder
+  chooses for the tensor, C' the previous entry's sign state and the entry's own magnitude
+  class), with the counts of the whole tensor (its signs are not raw).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from gradcomp.coding.base import Bound, TensorSymbols
-from gradcomp.coding.context import lane_contexts, sign_class, sign_states
+from gradcomp.coding.context import (
+    choose_context,
+    conditional_entropy_bits,
+    magnitude_contexts,
+    sign_contexts,
+    sign_states,
+)
 from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of
 
 __all__ = [
@@ -28,22 +35,6 @@ __all__ = [
     "Entropy",
     "conditional_entropy_bits",
 ]
-
-
-def conditional_entropy_bits(symbols: np.ndarray, context: np.ndarray) -> float:
-    """``n H(S | C)`` in bits: the ideal code length of ``symbols`` when each context's
-    symbols are coded with their own empirical pmf; arrays of equal shape, non-negative
-    integers."""
-    s = np.asarray(symbols, dtype=np.int64).ravel()
-    c = np.asarray(context, dtype=np.int64).ravel()
-    if s.size == 0:
-        return 0.0
-    joint = np.bincount(c * (s.max() + 1) + s)
-    joint = joint[joint > 0].astype(np.float64)
-    per_context = np.bincount(c)
-    per_context = per_context[per_context > 0].astype(np.float64)
-    # n H(S|C) = -sum n_cs log2 n_cs + sum n_c log2 n_c
-    return float(-(joint * np.log2(joint)).sum() + (per_context * np.log2(per_context)).sum())
 
 
 class Entropy(Bound):
@@ -78,8 +69,9 @@ class ContextEntropy(Bound):
         m = x.magnitudes
         states = sign_states(x.symbols, x.grid)
         nonzero = states > 0
-        sign_ctx = lane_contexts(states, sign_class)
-        return conditional_entropy_bits(m, lane_contexts(m)) + conditional_entropy_bits(
+        sign_ctx = sign_contexts(states, m)
+        ctx = magnitude_contexts(m, choose_context(m))
+        return conditional_entropy_bits(m, ctx) + conditional_entropy_bits(
             states[nonzero], sign_ctx[nonzero]
         )
 
