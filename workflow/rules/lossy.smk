@@ -262,6 +262,7 @@ rule figure_Y7:
         pdf="results/figures/Y7_{model}.pdf",
     params:
         quantizers=QUANTIZER_OF,
+        baseline=BASELINE,
     log:
         "results/logs/figures/Y7_{model}.log",
     threads: 1
