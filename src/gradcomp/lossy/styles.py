@@ -1,6 +1,6 @@
 """How a compressor variant looks in every paper-Y figure: one colour per compressor (config
 entry), graded from light to dark over its M values, one marker and line style per rate R;
-the uncompressed references in greys. Legends go outside the axes
+the uncompressed references in greys (past three: the greys again, dashed). Legends go outside the axes
 (:func:`gradcomp.plots.legend_outside`, re-exported here).
 """
 
