@@ -246,8 +246,10 @@ def figure_y4(
         after = snap["after"][name].double().numpy().ravel()[kept]
         lo, hi = np.quantile(before, [0.0005, 0.9995])
         lo, hi = min(lo, after.min()), max(hi, after.max())
-        ax.hist(before, bins=bins, range=(lo, hi), color="0.6", label="before", log=True)
-        ax.hist(after, bins=bins, range=(lo, hi), color="C3", alpha=0.6, label="after", log=True)
+        # no bar edges: the theme's white edges would hide bars a pixel or two wide
+        ax.hist(before, bins=bins, range=(lo, hi), color="0.6", label="before", log=True, lw=0)
+        ax.hist(after, bins=bins, range=(lo, hi), color="C3", alpha=0.6, label="after", log=True,
+                lw=0)  # fmt: skip
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("update entry")
         ax.ticklabel_format(axis="x", style="sci", scilimits=(-2, 2))

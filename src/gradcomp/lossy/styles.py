@@ -1,7 +1,7 @@
 """How a compressor variant looks in every paper-Y figure: one colour per compressor (config
 entry), graded from light to dark over its M values, one marker and line style per rate R;
-the uncompressed references in greys (past three: the greys again, dashed). Legends go outside the axes
-(:func:`gradcomp.plots.legend_outside`, re-exported here).
+the uncompressed references in greys (past three: the greys again, dashed). Legends go
+outside the axes (:func:`gradcomp.plots.legend_outside`, re-exported here).
 """
 
 from __future__ import annotations
