@@ -29,6 +29,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/lossless.smk"
 include: "workflow/rules/lossy.smk"
+include: "workflow/rules/costs.smk"
 
 
 rule all:

@@ -79,6 +79,26 @@ def run_snakemake(
     return proc
 
 
+def assert_drawn_figure(png: Path) -> None:
+    """``png`` (and the PDF beside it) hold a drawn figure: at least 400 x 250 pixels, not
+    blank (over 2% of the pixels away from white) and with data in colour (over 0.1% of the
+    pixels saturated: every figure draws its data in colours, axes and text in greys).
+
+    Planted bugs that fail it: ``save_figure`` clearing the figure before saving (blank), or
+    a plotting function that draws axes and labels but no data (no coloured pixel).
+    """
+    import matplotlib.image
+
+    rgb = matplotlib.image.imread(png)[..., :3].astype(float)
+    height, width = rgb.shape[:2]
+    assert width >= 400 and height >= 250, (png.name, rgb.shape)
+    assert (rgb.min(axis=-1) < 0.9).mean() > 0.02, f"{png.name} is blank"
+    saturation = rgb.max(axis=-1) - rgb.min(axis=-1)
+    assert (saturation > 0.25).mean() > 0.001, f"{png.name} has no coloured data"
+    pdf = png.with_suffix(".pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and len(pdf) > 1000
+
+
 def make_images(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` random uint8 images (n, 3, 32, 32) and labels cycling through the 10 classes."""
     rng = np.random.default_rng(seed)

@@ -8,9 +8,11 @@ Opt-in: needs running SLURM daemons and snakemake-executor-plugin-slurm. As root
 
 The tiny config of tests/conftest.py runs paper L's lossless chain (prepare_cifar10,
 train_lossless, fit_lossless, code_lossless, table_T1, table_T2) once locally and once
-through ``--profile profiles/slurm --profile profiles/slurm-local`` (the tiny config asks
-for no GPU: the test cluster has none); the data outputs must be equal byte for byte
-(figures are not targeted: PNG/PDF carry metadata). Then a train_lossless job is cancelled
+through ``--profile profiles/slurm --profile profiles/slurm-local`` (the second layer drops
+the GPU requests: the test cluster has none); the data outputs must be equal byte for byte
+(figures are not targeted: PNG/PDF carry metadata). The whole tiny study then runs through
+the profile, and only the jobs of the heavy rules may reach sbatch (figures, tables and the
+cost table are localrules). Then a train_lossless job is cancelled
 with scancel while it runs, twice (the profile's ``retries: 1`` resubmits it once, the
 second cancel makes the run fail), and a rerun must complete with the same outputs.
 """
@@ -150,6 +152,43 @@ def test_slurm_run_equals_local_run(tiny_data: Path, local_outputs: dict[str, by
     assert len(submitted) == N_JOBS, log[-3000:]  # every job went through sbatch
     assert_same_outputs(local_outputs, work)
     print(f"SLURM run of {len(submitted)} jobs: {elapsed:.0f} s")
+
+
+# Rules whose jobs go through sbatch; every other rule (figures, tables, positions, costs)
+# is a localrule and runs in the Snakemake process.
+QUEUED_RULES = {
+    "prepare_cifar10", "train_lossless", "fit_lossless", "code_lossless", "warm_start",
+    "federated", "one_round_study", "distortion_study",
+}  # fmt: skip
+
+
+def job_counts(text: str) -> dict[str, int]:
+    """Rule -> number of jobs, from the "Job stats" table of a Snakemake log."""
+    table = text[text.index("Job stats:") :].splitlines()[3:]
+    counts = {}
+    for line in table:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_whole_workflow_queues_only_the_heavy_jobs(tiny_data: Path) -> None:
+    """The whole tiny study (both papers, costs table included) through SLURM: exactly the
+    jobs of QUEUED_RULES are submitted (counted from the dry run's plan), the figure and
+    table rules run locally (planted bug: a figure rule missing from localrules, which
+    would queue one more job)."""
+    work = new_workdir(tiny_data, "whole")
+    plan = run_snakemake(work, "--configfile", "tiny.yaml", "-n", timeout=300)
+    counts = job_counts(plan.stdout + plan.stderr)
+    assert {"figure_Y7", "table_T5", "table_costs"} <= set(counts)
+    expected = sum(n for rule, n in counts.items() if rule in QUEUED_RULES)
+    proc = run_snakemake(work, "--configfile", "tiny.yaml", *SLURM_PROFILES, timeout=1500)
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", proc.stdout + proc.stderr)
+    assert len(submitted) == expected, (counts, len(submitted))
+    assert (work / "results/tables/costs.md").exists()
+    print(f"whole tiny study through SLURM: {len(submitted)} of {sum(counts.values())} jobs queued")
 
 
 def test_scancel_then_rerun_completes(tiny_data: Path, local_outputs: dict[str, bytes]) -> None:

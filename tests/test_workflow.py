@@ -10,30 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
+from conftest import REPO, TINY_CONFIG, assert_drawn_figure, run_snakemake, write_imagefolder_tree
 from gradcomp.lossless.dumps import read_dump
 
 pytestmark = pytest.mark.slow
-
-
-def assert_drawn_figure(png: Path) -> None:
-    """``png`` (and the PDF beside it) hold a drawn figure: at least 400 x 250 pixels, not
-    blank (over 2% of the pixels away from white) and with data in colour (over 0.1% of the
-    pixels saturated: every figure draws its data in colours, axes and text in greys).
-
-    Planted bugs that fail it: ``save_figure`` clearing the figure before saving (blank), or
-    a plotting function that draws axes and labels but no data (no coloured pixel).
-    """
-    import matplotlib.image
-
-    rgb = matplotlib.image.imread(png)[..., :3].astype(float)
-    height, width = rgb.shape[:2]
-    assert width >= 400 and height >= 250, (png.name, rgb.shape)
-    assert (rgb.min(axis=-1) < 0.9).mean() > 0.02, f"{png.name} is blank"
-    saturation = rgb.max(axis=-1) - rgb.min(axis=-1)
-    assert (saturation > 0.25).mean() > 0.001, f"{png.name} has no coloured data"
-    pdf = png.with_suffix(".pdf").read_bytes()
-    assert pdf.startswith(b"%PDF") and len(pdf) > 1000
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -190,6 +170,7 @@ def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
 FIGURE_RULES = {
     "all", "figure_L1", "figure_L2", "figure_L3", "figure_L4", "figure_L5", "figures_Y1_Y3",
     "figure_Y4", "figure_Y5", "figure_Y6", "table_T1", "table_T2", "table_T3", "table_T4",
+    "figure_Y7", "table_T5", "table_costs",
 }  # fmt: skip
 # Cheap rules that derive what a figure shows from cached artifacts (no training, no fits).
 DERIVED_RULES = {"tensor_positions", "distortion_study"}

@@ -240,6 +240,9 @@ def lossy_targets():
     return out
 
 
+COSTS = [f"results/tables/costs.{ext}" for ext in ("tsv", "md")]
+
+
 def all_targets():
-    """Everything `rule all` asks for."""
-    return lossless_targets() + lossy_targets()
+    """Everything `rule all` asks for: both papers' figures and tables, and what they cost."""
+    return lossless_targets() + lossy_targets() + COSTS

@@ -6,7 +6,8 @@ rule prepare_cifar10:
         source=STUDY.data.source,
         train_subset=STUDY.data.train_subset,
         test_subset=STUDY.data.test_subset,
-        pretrain_subset=STUDY.data.pretrain_subset,
+        # the pool is only for the warm start: none drawn when the federation starts from scratch
+        pretrain_subset=STUDY.data.pretrain_subset if LOSSY.warm_start else None,
         seed=STUDY.data.subset_seed,
         download_root="results/data/download",
     log:
@@ -17,8 +18,6 @@ rule prepare_cifar10:
     resources:
         mem_mb=4000,
         runtime=30,
-    benchmark:
-        "results/benchmarks/prepare_cifar10.tsv"
     conda:
         "../../envs/gradcomp.yaml"
     script:

@@ -270,6 +270,7 @@ rule figure_Y7:
         pdf="results/figures/Y7_{model}.pdf",
     params:
         kinds=KINDS,
+        baseline=BASELINE,
     log:
         "results/logs/figures/Y7_{model}.log",
     threads: 1

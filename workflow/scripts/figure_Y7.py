@@ -10,6 +10,8 @@ figure_y7(
     list(sm.input.tables),
     dict(sm.params.kinds),
     sm.output.png,
+    baseline=sm.params.baseline,
     title=f"Y7 {sm.wildcards.model}: compressors at the bits they spend, one round from the "
-    "same updates (mean and 95% interval over seeds)\n" + data_source_label(sm.input.summary),
+    "same updates (mean and 95% interval over seeds; dashed: the baseline "
+    f"{sm.params.baseline})\n" + data_source_label(sm.input.summary),
 )

@@ -1,7 +1,7 @@
 """How a compressor variant looks in every paper-Y figure: one colour per compressor (config
 entry), graded from light to dark over its M values, one marker and line style per rate R;
-the uncompressed references in greys. Legends go outside the axes
-(:func:`gradcomp.plots.legend_outside`, re-exported here).
+the uncompressed references in greys (past three: the greys again, dashed). Legends go
+outside the axes (:func:`gradcomp.plots.legend_outside`, re-exported here).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ REFERENCE = ("none", "float16")
 
 _PALETTE = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
-    "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173",
+    "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173", "#e7ba52", "#3182bd",
+    "#31a354", "#ad494a", "#6b6ecf", "#8c6d31", "#ce6dbd",
 ]  # fmt: skip
 _GREYS = ["#000000", "#555555", "#999999"]
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -55,7 +56,7 @@ def _shade(color: str, i: int, n: int) -> str:
 
 
 def is_reference(quantizer: str) -> bool:
-    """Uncompressed values (float32 or float16): drawn in greys, in every rate panel."""
+    """Uncompressed values (float32 or float16): drawn in greys, in every panel."""
     return quantizer in REFERENCE
 
 
@@ -74,8 +75,10 @@ def variant_styles(
     for (name, rate, M), _ in variants.groupby(["compressor", "rate", "M"]):
         kind = quantizers.get(name, name)
         if is_reference(kind):
-            color = _GREYS[refs.index(name) % len(_GREYS)] if name in refs else _GREYS[0]
-            styles[(name, rate, M)] = Style(color, "", "-", name)
+            i = refs.index(name) if name in refs else 0
+            # greys first, then the greys again dashed, dotted (more than three references)
+            line = _LINES[(i // len(_GREYS)) % len(_LINES)]
+            styles[(name, rate, M)] = Style(_GREYS[i % len(_GREYS)], "", line, name)
             continue
         base = _PALETTE[(others.index(name) if name in others else 0) % len(_PALETTE)]
         Ms = sorted(variants.loc[variants["compressor"] == name, "M"].unique())
