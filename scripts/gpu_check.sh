@@ -63,7 +63,7 @@ cat > "$WORK/gpu-check.yaml" <<EOF
 cifar10: $DATA
 data: {$SUBSETS, pretrain_subset: null}
 device: $DEVICE
-lossless: {runs: 1, epochs: 1, threads: $THREADS}
+lossless: {runs: 1, epochs: 1, threads: $THREADS, coding: {stream: false}}
 lossy: {seeds: [0], rounds: 1, threads: $THREADS}
 EOF
 
