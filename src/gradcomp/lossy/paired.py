@@ -14,7 +14,7 @@ p-value below 0.05.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,8 @@ import scipy.stats
 __all__ = [
     "ALPHA",
     "VARIANT",
+    "add_holm",
+    "family_size",
     "holm",
     "paired_summary",
     "pick_baseline",
@@ -194,8 +196,3 @@ def add_holm(table: pd.DataFrame, comparisons: Sequence[str]) -> pd.DataFrame:
 def family_size(table: pd.DataFrame, comparisons: Sequence[str]) -> int:
     """How many tests the table's Holm family holds (finite raw p-values)."""
     return int(sum(np.isfinite(table[f"{c}_p"].to_numpy(dtype=float)).sum() for c in comparisons))
-
-
-def variant_key(row: Mapping) -> tuple:
-    """The :data:`VARIANT` tuple of a row."""
-    return tuple(row[c] for c in VARIANT)
