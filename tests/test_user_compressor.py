@@ -77,7 +77,7 @@ def test_entry_builds_the_class_with_rate_seed_and_options(user_module):
 @pytest.mark.slow
 def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     work = tmp_path / "wf"
-    tree = write_imagefolder_tree(work / "cifar", n_train=60, n_test=20)
+    tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=20)  # 60 users + 30 pool
     (work / "mycompressors.py").write_text(doc_block("python"))  # importable from the workdir
     compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["compressors"]
     reference = {"name": "none", "quantizer": "none"}  # the one-round study's trajectory

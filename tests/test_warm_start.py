@@ -42,6 +42,18 @@ def test_pool_without_subset_is_refused(tmp_path: Path) -> None:
         prepare_cifar10(str(folder), tmp_path / "c.pt", download_root=tmp_path, pretrain_subset=10)
 
 
+def test_pool_larger_than_the_rest_names_the_key(tmp_path: Path) -> None:
+    """100 training images, 60 for the users: a 50-image pool cannot be drawn from the 40 left.
+    The error names the key and the counts instead of failing inside torch."""
+    folder = write_batches_tree(tmp_path / "src")  # 5 batches x 20 = 100 train images
+    with pytest.raises(ValueError, match=r"data.pretrain_subset.*only 40 more"):
+        prepare_cifar10(
+            str(folder), tmp_path / "c.pt", download_root=tmp_path, train_subset=60,
+            pretrain_subset=50,
+        )  # fmt: skip
+    assert not (tmp_path / "c.pt").exists()
+
+
 def _with_pool(data):
     return dataclasses.replace(
         data, pretrain_images=data.train_images[:100], pretrain_labels=data.train_labels[:100]

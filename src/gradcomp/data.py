@@ -182,6 +182,8 @@ def stratified_subset(labels: torch.Tensor, size: int, *, seed: int) -> torch.Te
     Each class contributes ``size // C`` entries (the first ``size % C``
     classes one more), drawn without replacement with ``seed``.
     """
+    if size > len(labels):
+        raise ValueError(f"subset of {size} asked from {len(labels)} images")
     classes = torch.unique(labels)
     counts = torch.bincount(labels, minlength=int(classes.max()) + 1)[classes]
     base, extra = divmod(size, len(classes))
@@ -251,6 +253,12 @@ def prepare_cifar10(
         rest = torch.ones(len(tensors["train_labels"]), dtype=torch.bool)
         rest[chosen] = False
         rest_idx = torch.nonzero(rest).flatten()
+        if pretrain_subset > len(rest_idx):
+            raise ValueError(
+                f"config key 'data.pretrain_subset' asks {pretrain_subset} images outside the "
+                f"{train_subset}-image 'data.train_subset', but {source} has only "
+                f"{len(rest_idx)} more training images; lower it or set it to null"
+            )
         pick = rest_idx[
             stratified_subset(tensors["train_labels"][rest_idx], pretrain_subset, seed=seed + 1)
         ]
