@@ -123,12 +123,50 @@ def test_trellis_obeys_set_partitioning():
         assert sorted(t.next_state.ravel().tolist()) == sorted(2 * list(range(states)))
 
 
+#: Ungerboeck (1982), Table I (amplitude modulation): parity checks (h0, h1), octal, by states.
+UNGERBOECK_TABLE_I = {
+    4: (0o5, 0o2),
+    8: (0o13, 0o04),
+    16: (0o23, 0o04),
+    32: (0o45, 0o10),
+    64: (0o103, 0o024),
+    128: (0o235, 0o126),
+    256: (0o515, 0o362),
+}
+
+
+@pytest.mark.parametrize("states", sorted(UNGERBOECK_TABLE_I))
+def test_trellis_paths_satisfy_ungerboeck_parity_check(states):
+    """Every path from state 0 obeys Ungerboeck's defining parity-check equation
+    ``XOR_k (h0_k z0_(n-k) ^ h1_k z1_(n-k)) = 0`` for all n (bits zero before time 0), with
+    z0 the half and z1 the branch bit of entry n and (h0, h1) his published Table I; checked
+    on the bit sequences, not through a state update. Planted bugs caught: h0 = 15 octal (13
+    reversed) for 8 states; z0 read from the top state bit; the state shifted left."""
+    h0, h1 = UNGERBOECK_TABLE_I[states]
+    t = Trellis.ungerboeck(states)
+    nu = states.bit_length() - 1
+    rng = np.random.default_rng(states)
+    z1 = rng.integers(0, 2, 300)
+    z0, s = np.empty_like(z1), 0
+    for n, bit in enumerate(z1):
+        z0[n] = t.half[s]
+        s = t.next_state[s, bit]
+    pad = np.zeros(nu, dtype=z1.dtype)
+    y0, y1 = np.concatenate([pad, z0]), np.concatenate([pad, z1])
+    for n in range(nu, y0.size):
+        check = 0
+        for k in range(nu + 1):
+            check ^= (((h0 >> k) & 1) & int(y0[n - k])) ^ (((h1 >> k) & 1) & int(y1[n - k]))
+        assert check == 0, f"parity check fails at entry {n - nu}"
+
+
 @pytest.mark.parametrize("rate,min_gain_db", [(2, 0.6), (4, 0.9)])
 def test_uniform_source_gain_over_the_uniform_scalar_quantizer(rate, min_gain_db):
     """i.i.d. U(-1, 1): the optimal scalar quantizer at R bits (uniform, step 2^(1-R)) has
     SQNR 6.02 R dB in closed form; 8-state TCQ with the doubled uniform codebook refined on
-    the data beats it by >= 0.9 dB at R = 4 (the trellis's ~1 dB granular gain) and by
-    >= 0.6 dB at R = 2, where the codebook's edges cost part of the gain (measured 0.70).
+    the data beats it by >= 0.9 dB at R = 4 (measured 1.01; the trellis's granular gain,
+    without edges, is 1.09 dB) and by >= 0.6 dB at R = 2, where the codebook's edges cost
+    part of the gain (measured 0.66 here, 0.67 on 200k samples, as an independent TCQ gives).
     Planted bug caught: a trellis whose two branches out of a state share one subset (no
     trellis gain: SQNR at most the scalar's)."""
     rng = np.random.default_rng(rate)

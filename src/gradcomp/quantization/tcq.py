@@ -36,6 +36,25 @@ not depend on the level, so each branch's best level is the nearest level of its
 search loops over entries and is vectorised over states. :func:`refine_codebook` is the
 TCQ-Lloyd iteration (each level becomes the weighted centroid of the entries its label was
 chosen for, then the Viterbi search again); neither step increases the distortion.
+
+Measured performance
+--------------------
+On 200k i.i.d. samples (an independent re-implementation agrees within 0.005 dB), SQNR gain
+in dB of 8-state TCQ over the rate-R scalar optimum (6.02 R dB for U(-1, 1); Max's Lloyd-Max
+for N(0, 1)), with the doubled codebook as designed -> after 10 TCQ-Lloyd steps:
+
+====  ==============  ==============
+R     uniform         Gaussian
+====  ==============  ==============
+1     -0.07 -> 0.31   0.40 -> 0.80
+2      0.54 -> 0.67   1.01 -> 1.40
+3      0.81 -> 0.87   1.35 -> 1.62
+4      0.95 -> 0.97   1.57 -> 1.67
+====  ==============  ==============
+
+The edges of the codebook keep the uniform gain below the trellis's granular gain at low
+rates: without edges (high rate) 8 states gain 1.09 dB and 256 states 1.31 dB; 256 states
+gain 0.93 dB on the uniform source at R = 2 (refined).
 """
 
 from __future__ import annotations
