@@ -17,6 +17,20 @@ from gradcomp.data import CLASSES, Cifar10
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
 
+# The longest test files (minutes each; tests/*.py durations in the CI log) go first, so that
+# with `pytest -n 2 --dist loadfile` they start on separate workers and the short files fill
+# in beside them. In a serial run the order changes nothing else.
+LONGEST_FIRST = ("test_paper_smoke.py", "test_slurm.py", "test_workflow.py")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    def rank(item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the files' own order otherwise
+
+
 # The whole study at toy size (mlp, 60 training images), on top of config/config.yaml.
 TINY_CONFIG = {
     "data": {"train_subset": 60, "test_subset": 20, "pretrain_subset": 30},

@@ -81,7 +81,7 @@ def gpu_check(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON": os.environ.get("PYTHON", __import__("sys").executable)}
     return subprocess.run(
         ["bash", str(REPO / "scripts/gpu_check.sh"), *args],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=900,
+        capture_output=True, text=True, cwd=cwd, env=env, timeout=1800,
     )  # fmt: skip
 
 

@@ -44,7 +44,7 @@ def smoke(tmp_path_factory) -> Path:
         "--cores", "2",
         "--configfile", str(REPO / "config/paper.yaml"), str(REPO / "config/smoke-paper.yaml"),
         "--config", f"cifar10={tree}",
-        timeout=1500,
+        timeout=3000,
     )  # fmt: skip
     print(f"paper-scale smoke: {time.monotonic() - t0:.0f} s")
     return work

@@ -66,7 +66,7 @@ def snakemake_env() -> dict[str, str]:
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return run_snakemake(workdir, "--configfile", "tiny.yaml", *args, targets=TARGETS, timeout=900)
+    return run_snakemake(workdir, "--configfile", "tiny.yaml", *args, targets=TARGETS, timeout=1800)
 
 
 def data_outputs(workdir: Path) -> dict[str, bytes]:
@@ -184,7 +184,7 @@ def test_whole_workflow_queues_only_the_heavy_jobs(tiny_data: Path) -> None:
     counts = job_counts(plan.stdout + plan.stderr)
     assert {"figure_Y7", "table_T5", "table_costs"} <= set(counts)
     expected = sum(n for rule, n in counts.items() if rule in QUEUED_RULES)
-    proc = run_snakemake(work, "--configfile", "tiny.yaml", *SLURM_PROFILES, timeout=1500)
+    proc = run_snakemake(work, "--configfile", "tiny.yaml", *SLURM_PROFILES, timeout=3000)
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", proc.stdout + proc.stderr)
     assert len(submitted) == expected, (counts, len(submitted))
     assert (work / "results/tables/costs.md").exists()
@@ -206,7 +206,7 @@ def test_scancel_then_rerun_completes(tiny_data: Path, local_outputs: dict[str, 
         )
     try:
         run_id = None
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 600
         # Cancel train_lossless of run 0 while it runs, then its resubmission too.
         while len(cancelled) < 2 and proc.poll() is None and time.monotonic() < deadline:
             if run_id is None:
@@ -224,7 +224,7 @@ def test_scancel_then_rerun_completes(tiny_data: Path, local_outputs: dict[str, 
                         cancelled.append(job_id)
             time.sleep(0.2)
         assert len(cancelled) == 2, f"cancelled {cancelled}:\n{logfile.read_text()[-3000:]}"
-        rc = proc.wait(timeout=600)
+        rc = proc.wait(timeout=1200)
     finally:
         if proc.poll() is None:
             proc.terminate()  # Snakemake cancels its SLURM jobs on SIGTERM
