@@ -124,6 +124,8 @@ def test_trellis_obeys_set_partitioning():
 
 
 #: Ungerboeck (1982), Table I (amplitude modulation): parity checks (h0, h1), octal, by states.
+#: Restated from the paper on purpose (not imported from tcq.py): it is the reference that
+#: the module's own table and state update are checked against.
 UNGERBOECK_TABLE_I = {
     4: (0o5, 0o2),
     8: (0o13, 0o04),
