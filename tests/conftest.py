@@ -40,6 +40,7 @@ TINY_CONFIG = {
         "epochs": 2,
         "threads": 1,
         "batch_size": 16,
+        "test_images": None,
         "fit": {"families": ["norm", "laplace", "gennorm"], "kinds": ["epoch_avg"]},
     },
     "lossy": {
@@ -47,8 +48,10 @@ TINY_CONFIG = {
         "rounds": 2,
         "local_epochs": 1,
         "batch_size": 16,
-        "one_round": {"reference": "none", "seeds": [0, 1], "rounds": 2},
-        "warm_start": {"epochs": 1, "batch_size": 16},
+        "test_images": 12,
+        "one_round": {"reference": "none", "seeds": [0, 1], "rounds": 2, "variants": None},
+        "warm_start": {"epochs": 1, "batch_size": 16, "seeds": [0, 1]},
+        "verdicts": {"questions": [{"test": "gennorm", "M": 2, "reference": "uniform"}]},
         "full_runs": None,
         "distortion_study": {
             "compressor": "gennorm",

@@ -33,8 +33,9 @@ def one_round_rows(seed: int) -> list[dict]:
     rows = []
     for rnd in ROUNDS:
         exact_loss = 2.0 + 0.1 * seed + 0.01 * rnd
-        head = {"seed": seed, "round": rnd, "start_acc": 0.2, "start_loss": 2.3,
-                "exact_acc": 0.3, "exact_loss": exact_loss, "entries": ENTRIES}  # fmt: skip
+        head = {"model": "cnn", "warm_start": -1, "seed": seed, "round": rnd, "start_acc": 0.2,
+                "start_loss": 2.3, "exact_acc": 0.3, "exact_loss": exact_loss,
+                "entries": ENTRIES}  # fmt: skip
         points = []
         for rate in (2, 4):
             bits, increase = uniform_point(rate, seed, rnd)
@@ -69,7 +70,8 @@ def test_t4_counts_seeds_and_measures_bits_per_entry(tmp_path):
     bits per entry of all seeds pooled with each round as a unit (same mean, other
     interval)."""
     t4 = t4_table(write_study(tmp_path), baseline="uniform").set_index(["compressor", "rate"])
-    assert (t4["seeds"] == 3).all() and len(t4) == 6
+    assert (t4["trajectories"] == 3).all() and len(t4) == 6
+    assert (t4["units"] == 3).all() and (t4["design"] == "seeds").all()
     row = t4.loc[("uniform", 2)]
     per_seed = np.array([2 + 0.1 * s + 0.015 for s in SEEDS])
     half = scipy.stats.t.ppf(0.975, 2) * per_seed.std(ddof=1) / math.sqrt(3)
@@ -101,24 +103,29 @@ def test_t4_paired_difference_by_hand(tmp_path):
 
 def test_t5_half_the_bits_is_minus_50_with_a_zero_width_interval(tmp_path):
     """'half' spends half of uniform's bits at every loss increase on every seed: BD-rate
-    -50% on each of the 3 seeds, so mean -50 and a zero-width interval. 'worse' (one rate,
-    its loss above uniform's range) has no common range: NaN, 0 seeds of 3. Planted bugs:
-    the reference and test swapped (+100%); the baseline's curve taken from another seed;
-    a seed without a BD-rate dropped from the mean."""
-    t5 = t5_table(write_study(tmp_path), baseline="uniform").set_index("compressor")
+    -50% on each of the 3 seeds, so mean -50 and a zero-width interval. 'worse' (one rate at
+    uniform R2's bits with more loss) shares no loss range with uniform: no BD-rate, and
+    uniform's R2 point dominates it on every seed, counted as such (not a NaN row). Planted
+    bugs: the reference and test swapped (+100%); the baseline's curve taken from another
+    seed; a trajectory without a BD-rate dropped silently (dominated 0)."""
+    t5 = t5_table(write_study(tmp_path), baseline="uniform").set_index("curve")
     assert set(t5.index) == {"half", "worse", "point"}
     row = t5.loc["half"]
-    assert row["rates"] == "2,4" and row["seeds"] == 3 and row["baseline_M"] == 0
+    assert row["rates"] == "half/R2,half/R4" and row["overlap"] == 3 and row["baseline_M"] == 0
     for col in ("bd_rate_mean", "bd_rate_lo", "bd_rate_hi"):
         assert row[col] == pytest.approx(-50.0, abs=1e-9), col
+    assert row["verdict"] == "fewer bits"
     # the span of the per-seed means (over rounds 1 and 2: + 15 bits)
     assert row["bits_per_entry_min"] == pytest.approx((2000 + 15) / 2 / ENTRIES)
     assert row["bits_per_entry_max"] == pytest.approx((4000 + 200 + 15) / 2 / ENTRIES)
     worse = t5.loc["worse"]
-    assert np.isnan(worse["bd_rate_mean"]) and worse["seeds"] == 0 and worse["seeds_total"] == 3
-    assert not worse["bd_rate_significant"]
-    point = t5.loc["point"]  # a BD-rate on 2 seeds of 3: undecided, not a mean over 2
-    assert np.isnan(point["bd_rate_mean"]) and point["seeds"] == 2 and point["seeds_total"] == 3
+    assert worse["overlap"] == 0 and worse["trajectories"] == 3 and worse["dominated"] == 3
+    assert worse["dominates"] == 0 and not worse["bd_rate_significant"]
+    # 3 of 3 seeds point one way: sign test p = 0.25, undecided with 3 seeds
+    assert worse["sign_p"] == pytest.approx(0.25) and worse["verdict"] == "undecided"
+    point = t5.loc["point"]  # a BD-rate on seeds 0 and 1, seed 2 outside uniform's range
+    assert point["overlap"] == 2 and point["trajectories"] == 3
+    assert point["dominates"] + point["dominated"] + point["neither"] == 1
 
 
 def test_one_round_data_refuses_nan_and_bad_files(tmp_path):
@@ -134,8 +141,8 @@ def test_one_round_data_refuses_nan_and_bad_files(tmp_path):
     with pytest.raises(ValueError, match=r"half R2 M0 seed 1 round 2 has a NaN"):
         t5_table(paths, baseline="uniform")
     stray = tmp_path / "seed0.tsv"
-    write_tsv(stray, pd.DataFrame(one_round_rows(0)), ONE_ROUND_COLUMNS)
-    with pytest.raises(ValueError, match="not a one-round study file"):
+    write_tsv(stray, pd.DataFrame(one_round_rows(0)).drop(columns="warm_start"))
+    with pytest.raises(ValueError, match="not a one-round study table"):
         one_round_data([stray])
     frame = pd.read_csv(paths[0], sep="\t")
     frame.loc[0, "compressor"] = "uniform-R2"
@@ -188,7 +195,7 @@ def test_t3_per_bit_accuracy_at_the_final_round_paired_by_seed(tmp_path):
     rounds, uplinks = zip(*files, strict=True)
     t3 = t3_table(rounds, uplinks, {"uniform": "uniform", "kmeans": "kmeans"},
                   baseline="uniform").set_index("compressor")  # fmt: skip
-    assert (t3["seeds"] == 3).all()
+    assert (t3["trajectories"] == 3).all() and (t3["units"] == 3).all()
     per_bit = [(final_acc("uniform", s) - 0.1) / (3200 * (s + 1)) for s in SEEDS]
     assert t3.loc["uniform", "per_bit_acc_coded_mean"] == pytest.approx(np.mean(per_bit))
     assert t3.loc["uniform", "test_acc_mean"] == pytest.approx(0.31)

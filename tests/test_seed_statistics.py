@@ -180,7 +180,7 @@ def test_paired_summary_gives_the_seed_level_interval_on_simulated_studies():
         per_seed = d.mean(axis=1)
         n = S
         half = scipy.stats.t.ppf(0.975, n - 1) * per_seed.std(ddof=1) / math.sqrt(n)
-        assert row["seeds"] == S
+        assert row["trajectories"] == S and row["units"] == S
         assert row["test_loss_vs_uniform_mean"] == pytest.approx(per_seed.mean())
         assert row["test_loss_vs_uniform_hi"] - row["test_loss_vs_uniform_mean"] == (
             pytest.approx(half)
@@ -252,7 +252,7 @@ def test_paired_difference_by_hand_with_several_baseline_m():
     row = out.loc[("kmeans", 2, 2)]
     se = 0.1 / math.sqrt(3)
     t = -0.2 / se
-    assert row["seeds"] == 3
+    assert row["trajectories"] == 3 and row["design"] == "seeds"
     assert row["loss_vs_gennorm_mean"] == pytest.approx(-0.2)
     assert row["loss_vs_gennorm_hi"] - row["loss_vs_gennorm_lo"] == pytest.approx(
         2 * 4.303 * se, rel=1e-3

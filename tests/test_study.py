@@ -62,6 +62,8 @@ def test_study_reads_the_config() -> None:
             {"name": "psgd", "compressor": "powersgd", "rates": [1, 2]},
         ],
         lossy__full_runs=["uniform/R4_M0", "gennorm"],
+        lossy__one_round__variants=["uniform", "gennorm/R4_M2"],
+        lossy__verdicts__questions=[{"test": "gennorm", "M": 2, "reference": "uniform"}],
         resources={"federated": {"mem_mb": 123}},
     )
     study = load_study(c, SCHEMA)
@@ -83,6 +85,16 @@ def test_study_reads_the_config() -> None:
     assert study.resource("federated", "mem_mb") == 123
     assert study.resource("federated", "runtime") == DEFAULT_RESOURCES["runtime"] == 60
     assert study.lossless.models == ("resnet20", "cnn") and study.figures.lossless_run == 0
+    # the primary pass: the named variants and the reference; every variant on warm start 0
+    assert study.lossy.one_round_primary == (
+        "none/R32_M0", "uniform/R2_M0", "uniform/R4_M0", "gennorm/R4_M2",
+    )  # fmt: skip
+    assert study.lossy.one_round_labels(study.lossy.warm_start_seeds[0]) == labels
+    assert study.lossy.one_round_labels(study.lossy.warm_start_seeds[1]) == list(
+        study.lossy.one_round_primary
+    )
+    (q,) = study.lossy.verdicts.questions
+    assert (q.test, q.M, q.reference, q.reference_M) == ("gennorm", 2, "uniform", 0)
 
 
 BAD = [
@@ -97,6 +109,20 @@ BAD = [
     ("lossy.baseline", {"lossy__baseline": "float16"}),  # one rate
     ("lossy.full_runs", {"lossy__full_runs": ["gennorm", "uniform/R9_M0"]}),
     ("lossy.warm_start", {"data__pretrain_subset": None}),
+    ("lossy.one_round.variants", {"lossy__one_round__variants": ["nope"]}),
+    (
+        "lossy.verdicts.questions.0.test",
+        {"lossy__verdicts__questions": [{"test": "nope", "reference": "uniform", "M": 0}]},
+    ),  # noqa: E501
+    (
+        "lossy.verdicts.questions.0.M",
+        {"lossy__verdicts__questions": [{"test": "gennorm", "reference": "uniform", "M": 5}]},
+    ),  # noqa: E501
+    # gauss runs only on the first warm start: not a curve of the primary pass
+    (
+        "lossy.verdicts.questions.0.test",
+        {"lossy__verdicts__questions": [{"test": "gauss", "reference": "uniform", "M": 0}]},
+    ),  # noqa: E501
 ]
 
 
@@ -184,7 +210,8 @@ def test_command_line_compressor_list_dry_run(tmp_path) -> None:
     full = (
         "lossy={compressors: [{name: none, quantizer: none}, "
         "{name: x, quantizer: lloyd, family: gennorm, rates: [2, 4], M: [0, 2]}], "
-        "baseline: x, full_runs: null, warm_start: null, "
+        "baseline: x, full_runs: null, warm_start: null, one_round: {variants: null}, "
+        "verdicts: {questions: []}, "
         "distortion_study: {compressor: x, rate: '2', M: '2'}}"
     )
     proc = run_snakemake(tmp_path, "-n", "--cores", "1", "--config", full)

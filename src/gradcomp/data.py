@@ -297,3 +297,27 @@ def load_cifar10(path: Path) -> Cifar10:
         blob["summary"]["source"],
         blob.get("pretrain_images"), blob.get("pretrain_labels"),
     )  # fmt: skip
+
+
+def test_draw(
+    data: Cifar10, n: int | None, seed: int, *, key: str = "lossy.test_images"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images, labels) of a random draw of ``n`` of ``data``'s test images without
+    replacement, in their cached order, from a generator seeded by ``seed`` (mixed with a tag
+    of its own, so that it shares no stream with the training seeds); every test image when
+    ``n`` is None. Used where the test images should vary with a run's seed like everything
+    else a rerun would vary. ``key``: the config key ``n`` comes from, named in the error."""
+    if n is None:
+        return data.test_images, data.test_labels
+    total = len(data.test_labels)
+    if not 1 <= n <= total:
+        raise ValueError(
+            f"config key '{key}' asks {n} test images, but the data has {total} (data.test_subset)"
+        )
+    mixed = np.random.SeedSequence([int(seed), _TEST_DRAW_TAG]).generate_state(1, np.uint64)[0]
+    gen = torch.Generator().manual_seed(int(mixed >> np.uint64(1)))
+    idx = torch.randperm(total, generator=gen)[:n].sort().values
+    return data.test_images[idx].contiguous(), data.test_labels[idx].contiguous()
+
+
+_TEST_DRAW_TAG = 7919  # keeps the test draw's stream apart from every other seeded stream

@@ -27,7 +27,9 @@ __all__ = [
     "FiguresSection",
     "LosslessSection",
     "LossySection",
+    "Question",
     "Study",
+    "Verdicts",
     "build_study",
     "load_study",
 ]
@@ -62,6 +64,7 @@ class LosslessSection:
     augment: bool
     dump_tensors: dict[str, list[str]]
     threads: int
+    test_images: int | None
     fit: dict[str, Any]
     positions: dict[str, dict[str, str]]
     coding: dict[str, Any]
@@ -84,6 +87,33 @@ class DistortionStudy:
     def label(self) -> str:
         """The run's variant label ``{compressor}/R{rate}_M{M}``."""
         return variant_label(self.compressor, self.rate, self.M)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One primary question (``lossy.verdicts.questions``): the ``test`` rate curve at ``M``
+    against the ``reference`` curve at ``reference_M``, at matched measured bits."""
+
+    test: str
+    M: int
+    reference: str
+    reference_M: int
+
+    @property
+    def label(self) -> str:
+        """``{test} M{M} vs {reference} M{reference_M}``."""
+        return f"{self.test} M{self.M} vs {self.reference} M{self.reference_M}"
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """How the primary questions are decided (``lossy.verdicts``): the equivalence margin in
+    nats, the family-wise error rate, the power the detectable difference is stated at."""
+
+    margin: float
+    alpha: float
+    power: float
+    questions: tuple[Question, ...]
 
 
 @dataclass(frozen=True)
@@ -111,7 +141,16 @@ class LossySection:
     reference: Variant
     one_round_seeds: tuple[int, ...]
     one_round_rounds: int
+    #: labels of the primary pass (run on every trajectory; the rest on the first warm start)
+    one_round_primary: tuple[str, ...]
+    #: the warm start's settings without its seeds (None: from scratch)
     warm_start: dict[str, Any] | None
+    #: one warm start per seed (empty without a warm start)
+    warm_start_seeds: tuple[int, ...]
+    test_images: int | None
+    #: compressor name -> the rate curve it joins
+    curves: dict[str, str]
+    verdicts: Verdicts
     distortion_study: DistortionStudy
     #: model -> {lr, min_entries} overriding the section's for that model
     model_settings: dict[str, dict[str, Any]]
@@ -136,6 +175,16 @@ class LossySection:
         if "min_entries" not in spec or "min_entries" in self.entries[name]:
             return spec
         return {**spec, "min_entries": self.model_setting(model, "min_entries")}
+
+    def one_round_labels(self, warm_start: int | None) -> list[str]:
+        """Labels of the variants the one-round study runs under ``warm_start`` (a seed of
+        ``warm_start_seeds``, or None without warm starts): every variant under the first,
+        the primary pass under the others."""
+        first = self.warm_start_seeds[0] if self.warm_start_seeds else None
+        everything = [v.label for v in self.variants]
+        if warm_start == first:
+            return everything
+        return [label for label in everything if label in self.one_round_primary]
 
     def has_full_runs(self, name: str, rate: int, M: int) -> bool:
         """Whether the variant gets full federated runs (``full_runs`` names it or its label)."""
@@ -200,6 +249,7 @@ def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
         models=tuple(c["models"]),
         **{k: c[k] for k in ("runs", "epochs", "batch_size", "lr", "loss_reduction")},
         **{k: c[k] for k in ("momentum", "augment", "dump_tensors", "threads", "fit")},
+        test_images=c["test_images"],
         positions=c["positions"],
         coding=c["coding"],
     )
@@ -267,9 +317,62 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
             f"{c['full_runs']})"
         )
 
+    primary_names = c["one_round"]["variants"]
+    if primary_names is None:
+        primary = [v.label for v in variants]
+    else:
+        unknown = sorted(set(primary_names) - set(kinds) - labels)
+        if unknown:
+            errors.append(
+                f"config key 'lossy.one_round.variants': {unknown} are neither compressors of "
+                "lossy.compressors nor variant labels (with another lossy.compressors list, "
+                "set it to match, or null: every variant on every trajectory)"
+            )
+        primary = [
+            v.label
+            for v in variants
+            if v.name in primary_names or v.label in primary_names
+            or (reference and v.label == reference[0].label)
+        ]  # fmt: skip
+    curves = {v.name: v.curve for v in variants}
+    curve_Ms: dict[str, set[int]] = {}
+    for v in variants:
+        curve_Ms.setdefault(v.curve, set()).add(v.M)
+    in_primary = {v.curve for v in variants if v.label in primary}
+    questions = []
+    for i, q in enumerate(c["verdicts"]["questions"]):
+        where = f"config key 'lossy.verdicts.questions.{i}"
+        bad = [k for k in ("test", "reference") if q[k] not in in_primary]
+        for k in bad:
+            errors.append(
+                f"{where}.{k}': {q[k]!r} is not a rate curve of the one-round study's primary "
+                f"pass (lossy.one_round.variants gives curves {sorted(in_primary)}; with "
+                "another lossy.compressors list, set lossy.verdicts.questions to match, or [])"
+            )
+        if bad:
+            continue
+        if q["M"] not in curve_Ms[q["test"]]:
+            have = sorted(curve_Ms[q["test"]])
+            errors.append(f"{where}.M': {q['test']} has no M = {q['M']} ({have})")
+            continue
+        ref_Ms = curve_Ms[q["reference"]]
+        questions.append(
+            Question(q["test"], q["M"], q["reference"], q["M"] if q["M"] in ref_Ms else min(ref_Ms))
+        )
+    if len({q.label for q in questions}) != len(questions):
+        errors.append("config key 'lossy.verdicts.questions': a question is asked twice")
+    verdicts = Verdicts(
+        margin=c["verdicts"]["margin"],
+        alpha=c["verdicts"]["alpha"],
+        power=c["verdicts"]["power"],
+        questions=tuple(questions),
+    )
+    warm = None if c["warm_start"] is None else dict(c["warm_start"])
+    warm_seeds = () if warm is None else tuple(warm.pop("seeds"))
+
     federation = (
         "users", "rounds", "local_epochs", "batch_size", "lr", "validation_fraction",
-        "validation_split", "optimizer_state",
+        "validation_split", "optimizer_state", "test_images",
     )  # fmt: skip
     return LossySection(
         models=tuple(c["models"]),
@@ -286,7 +389,12 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
         reference=reference[0] if reference else None,
         one_round_seeds=tuple(c["one_round"]["seeds"]),
         one_round_rounds=c["one_round"]["rounds"],
-        warm_start=c["warm_start"],
+        one_round_primary=tuple(primary),
+        warm_start=warm,
+        warm_start_seeds=warm_seeds,
+        test_images=c["test_images"],
+        curves=curves,
+        verdicts=verdicts,
         distortion_study=study,
         model_settings=c["model_settings"],
         entries={entry["name"]: entry for entry in c["compressors"]},

@@ -6,6 +6,9 @@
 # Everything here reads the study object (gradcomp.study, built and checked in the Snakefile);
 # the config's cross-key checks live there, with their tests.
 
+import dataclasses
+from types import SimpleNamespace
+
 from gradcomp.compression.specs import variant_label
 from gradcomp.errors import ConfigError
 from gradcomp.lossless.stream import StreamSettings, stream_enabled
@@ -19,6 +22,7 @@ wildcard_constraints:
     rate=r"\d+",
     m=r"\d+",
     seed=r"\d+",
+    ws=r"\d+|none",
 
 
 CIFAR10_CACHE = "results/data/cifar10.pt"
@@ -92,6 +96,7 @@ def train_settings(wildcards):
         loss_reduction=LOSSLESS.loss_reduction,
         momentum=LOSSLESS.momentum,
         augment=LOSSLESS.augment,
+        test_images=LOSSLESS.test_images,
         dump_tensors=list(LOSSLESS.dump_tensors.get(wildcards.model, ["*"])),
         # only when streaming, so that a run without it keeps its params (no rerun)
         **({"stream": STREAM_PARAMS} if STREAMED[wildcards.model] else {}),
@@ -130,24 +135,37 @@ BASELINE = LOSSY.baseline
 #: Compressors paired with the baseline at the same R in T3/T4 (R means the same thing).
 PAIRABLE = list(LOSSY.pairable)
 WARM_START = LOSSY.warm_start
-WARM_START_FILE = "results/lossy/{model}/warm_start.pt"
+#: One warm start per seed (lossy.warm_start.seeds); the full runs start from the first.
+WARM_STARTS = [str(w) for w in LOSSY.warm_start_seeds] or ["none"]
+WARM_START_FILE = "results/lossy/{model}/warm_start/ws{ws}.pt"
 DISTORTION = LOSSY.distortion_study
 
 
 def warm_start_input(wildcards):
-    """The warm start file of the wildcard's model, or nothing when the study starts from
-    scratch (lossy.warm_start: null)."""
-    return {} if WARM_START is None else {"warm_start": WARM_START_FILE.format(model=wildcards.model)}
+    """The warm start file of the wildcard's model and warm start (the first for a full
+    run, which has no ws wildcard), or nothing when the study starts from scratch
+    (lossy.warm_start: null)."""
+    ws = getattr(wildcards, "ws", WARM_STARTS[0])
+    if WARM_START is None or ws == "none":
+        return {}
+    return {"warm_start": WARM_START_FILE.format(model=wildcards.model, ws=ws)}
 
 
 def warm_start_settings(wildcards):
     """gradcomp.lossy.warm_start.WarmStartSettings keyword arguments."""
-    return dict(model=wildcards.model, **WARM_START)
+    return dict(model=wildcards.model, seed=int(wildcards.ws), test_images=LOSSY.test_images, **WARM_START)
 
 
 def one_round_specs(wildcards):
-    """Label ({name}/R{rate}_M{M}) -> spec of every compressor variant, for the one-round study."""
-    return {v.label: model_spec(v.spec, v.name, wildcards.model) for v in LOSSY.variants}
+    """Label ({name}/R{rate}_M{M}) -> spec of the variants the one-round study runs under the
+    wildcard's warm start (every variant under the first, the primary pass elsewhere)."""
+    ws = None if wildcards.ws == "none" else int(wildcards.ws)
+    run = set(LOSSY.one_round_labels(ws))
+    return {
+        v.label: model_spec(v.spec, v.name, wildcards.model)
+        for v in LOSSY.variants
+        if v.label in run
+    }
 
 
 def lossy_dir(model, compressor, rate, m, seed):
@@ -197,6 +215,7 @@ def federated_settings(wildcards):
         validation_fraction=f["validation_fraction"],
         validation_split=f["validation_split"],
         optimizer_state=f["optimizer_state"],
+        test_images=f["test_images"],
     )
 
 
@@ -221,13 +240,21 @@ def y4_snapshot(wildcards):
 
 
 def one_round_files(model):
-    """The one-round study's table of every seed of ``model``."""
-    return [f"results/lossy/{model}/one_round/seed{s}.tsv" for s in LOSSY.one_round_seeds]
+    """The one-round study's table of every warm start of ``model`` (its seeds inside)."""
+    return [f"results/lossy/{model}/one_round/ws{w}.tsv" for w in WARM_STARTS]
 
 
 def one_round_settings(wildcards):
-    """federated_settings with the one-round study's number of rounds."""
-    return {**federated_settings(wildcards), "rounds": LOSSY.one_round_rounds}
+    """federated_settings with the one-round study's number of rounds, without the seed
+    (each trajectory's comes from its warm start and nested seed)."""
+    settings = federated_settings(SimpleNamespace(model=wildcards.model, seed=0))
+    settings.pop("seed")
+    return {**settings, "rounds": LOSSY.one_round_rounds}
+
+
+def verdict_questions():
+    """The primary questions as plain dicts (gradcomp.lossy.verdicts)."""
+    return [dataclasses.asdict(q) for q in LOSSY.verdicts.questions]
 
 
 def lossy_targets():
@@ -237,6 +264,7 @@ def lossy_targets():
         for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7"):
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
     out += [f"results/tables/{t}.{ext}" for t in ("T3", "T4", "T5") for ext in ("tsv", "md")]
+    out += [f"results/tables/verdicts.{ext}" for ext in ("tsv", "md")]
     return out
 
 

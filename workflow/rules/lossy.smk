@@ -11,6 +11,7 @@ localrules:
     table_T3,
     table_T4,
     table_T5,
+    table_verdicts,
 
 
 rule warm_start:
@@ -21,9 +22,9 @@ rule warm_start:
     params:
         settings=warm_start_settings,
     log:
-        "results/logs/lossy/{model}/warm_start.log",
+        "results/logs/lossy/{model}/warm_start/ws{ws}.log",
     benchmark:
-        "results/benchmarks/warm_start/{model}.tsv"
+        "results/benchmarks/warm_start/{model}/ws{ws}.tsv"
     threads: LOSSY.threads
     resources:
         mem_mb=rule_resource("warm_start", "mem_mb"),
@@ -71,15 +72,17 @@ rule one_round_study:
         unpack(warm_start_input),
         data=CIFAR10_CACHE,
     output:
-        table="results/lossy/{model}/one_round/seed{seed}.tsv",
+        table="results/lossy/{model}/one_round/ws{ws}.tsv",
     params:
         settings=one_round_settings,
         specs=one_round_specs,
         reference=LOSSY.reference.label,
+        seeds=list(LOSSY.one_round_seeds),
+        warm_start_seed=lambda wc: None if wc.ws == "none" else int(wc.ws),
     log:
-        "results/logs/lossy/{model}/one_round/seed{seed}.log",
+        "results/logs/lossy/{model}/one_round/ws{ws}.log",
     benchmark:
-        "results/benchmarks/one_round_study/{model}/seed{seed}.tsv"
+        "results/benchmarks/one_round_study/{model}/ws{ws}.tsv"
     threads: LOSSY.threads
     resources:
         mem_mb=rule_resource("one_round_study", "mem_mb"),
@@ -226,6 +229,8 @@ rule table_T4:
         kinds=KINDS,
         baseline=BASELINE,
         pairable=PAIRABLE,
+        margin=LOSSY.verdicts.margin,
+        alpha=LOSSY.verdicts.alpha,
     log:
         "results/logs/tables/T4.log",
     threads: 1
@@ -271,6 +276,7 @@ rule figure_Y7:
     params:
         kinds=KINDS,
         baseline=BASELINE,
+        curves=LOSSY.curves,
     log:
         "results/logs/figures/Y7_{model}.log",
     threads: 1
@@ -291,6 +297,7 @@ rule table_T5:
         md="results/tables/T5.md",
     params:
         baseline=BASELINE,
+        curves=LOSSY.curves,
     log:
         "results/logs/tables/T5.log",
     threads: 1
@@ -301,3 +308,27 @@ rule table_T5:
         "../../envs/gradcomp.yaml"
     script:
         "../scripts/table_T5.py"
+
+
+rule table_verdicts:
+    input:
+        tables=[f for model in LOSSY.models for f in one_round_files(model)],
+    output:
+        tsv=report("results/tables/verdicts.tsv", caption="../report/verdicts.rst", category="Paper Y", subcategory="tables"),
+        md="results/tables/verdicts.md",
+    params:
+        questions=verdict_questions(),
+        curves=LOSSY.curves,
+        margin=LOSSY.verdicts.margin,
+        alpha=LOSSY.verdicts.alpha,
+        power=LOSSY.verdicts.power,
+    log:
+        "results/logs/tables/verdicts.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/table_verdicts.py"

@@ -11,7 +11,8 @@ figure_y7(
     dict(sm.params.kinds),
     sm.output.png,
     baseline=sm.params.baseline,
+    curves=dict(sm.params.curves),
     title=f"Y7 {sm.wildcards.model}: compressors at the bits they spend, one round from the "
-    "same updates (mean and 95% interval over seeds; dashed: the baseline "
+    "same updates (mean and 95% interval over warm starts, seeds nested; dashed: the baseline "
     f"{sm.params.baseline})\n" + data_source_label(sm.input.summary),
 )

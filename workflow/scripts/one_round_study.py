@@ -11,7 +11,9 @@ one_round_stage(
     dict(sm.params.specs),
     reference=sm.params.reference,
     out_tsv=sm.output.table,
+    seeds=list(sm.params.seeds),
     warm_start=sm.input.get("warm_start"),
+    warm_start_seed=sm.params.warm_start_seed,
     threads=sm.threads,
     device=sm.config["device"],
 )

@@ -11,4 +11,6 @@ table_t4(
     sm.output.md,
     baseline=sm.params.baseline,
     pairable=list(sm.params.pairable),
+    margin=sm.params.margin,
+    alpha=sm.params.alpha,
 )

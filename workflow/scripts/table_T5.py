@@ -5,4 +5,10 @@ from gradcomp.lossy.tables import table_t5
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
-table_t5(list(sm.input.tables), sm.output.tsv, sm.output.md, baseline=sm.params.baseline)
+table_t5(
+    list(sm.input.tables),
+    sm.output.tsv,
+    sm.output.md,
+    baseline=sm.params.baseline,
+    curves=dict(sm.params.curves),
+)

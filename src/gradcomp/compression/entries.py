@@ -4,7 +4,8 @@ and M values; :func:`compressor_variants` expands the entries into one checked s
 and :func:`variant_label` names each variant (``{name}/R{rate}_M{M}``: its run folder and
 its label in tables), the one place that label is built.
 
-A config entry takes ``name``, ``quantizer``, ``compressor``, ``class``, ``family``,
+A config entry takes ``name``, ``curve`` (the rate curve its variants join, default the
+name), ``quantizer``, ``compressor``, ``class``, ``family``,
 ``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback``, ``memory_mode``, ``memory_decay``,
 ``min_entries``, ``states`` and the option keys of :mod:`gradcomp.compression.specs`, and the
 lists ``rates`` and ``M`` (default ``[0]``; integers, as they name the runs) whose product
@@ -46,7 +47,7 @@ __all__ = [
 
 #: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
 ENTRY_KEYS = (
-    "name", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
+    "name", "curve", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
     "sparsifier", "topk", "topk_budget_percent", "error_feedback", "memory_mode", "memory_decay",
     "min_entries", "states", *OPTION_KEYS,
 )  # fmt: skip
@@ -66,6 +67,12 @@ class Variant:
     rate: int
     M: int
     spec: dict[str, Any]
+    #: the rate curve the variant joins (the entry's ``curve``, default its name)
+    curve: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.curve:
+            object.__setattr__(self, "curve", self.name)
 
     @property
     def label(self) -> str:
@@ -135,10 +142,15 @@ def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[st
     if errors:
         return errors, []
     defaults = {k: lossy.get(k) for k in _kind_keys(entry)}
-    fields = {k: v for k, v in entry.items() if k not in ("rates", "M")}
+    fields = {k: v for k, v in entry.items() if k not in ("rates", "M", "curve")}
+    curve = entry.get("curve", name)
+    if not (isinstance(curve, str) and _NAME.match(curve)):
+        return [f"config key '{where}.curve': {curve!r} is not lowercase letters and digits"], []
     if user:
         fields = {"name": name, "class": entry["class"]}
-        fields["options"] = {k: v for k, v in entry.items() if k not in (*fields, "rates", "M")}
+        fields["options"] = {
+            k: v for k, v in entry.items() if k not in (*fields, "rates", "M", "curve")
+        }
     variants = []
     for rate in lists["rates"]:
         for M in lists["M"]:
@@ -152,7 +164,7 @@ def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[st
                 else:
                     key = f"{where}.{key}"
                 return [f"config key '{key}': {err.message}"], []
-            variants.append(Variant(name, int(rate or 0), int(M or 0), spec))
+            variants.append(Variant(name, int(rate or 0), int(M or 0), spec, curve))
     return [], variants
 
 

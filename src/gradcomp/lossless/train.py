@@ -43,7 +43,7 @@ from torch import nn
 
 from gradcomp.artifacts import atomic_torch_save, write_tsv
 from gradcomp.augment import random_affine
-from gradcomp.data import Cifar10
+from gradcomp.data import Cifar10, test_draw
 from gradcomp.lossless.dumps import KINDS, write_dump
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings, write_streamed
 from gradcomp.models import build_model
@@ -65,7 +65,9 @@ class TrainSettings:
     ``dump_tensors``: ``fnmatch`` patterns over parameter names, ``["*"]``
     for every trainable tensor. ``loss_reduction``: ``"sum"`` (the authors') or
     ``"mean"`` over the batch's per-image cross-entropies, for the SGD step and the
-    dumped gradients alike. ``threads`` is part of it because CPU reductions may round
+    dumped gradients alike. ``test_images``: the per-epoch test evaluation uses a fixed
+    draw of that many test images (None: all; :func:`gradcomp.data.test_draw` with seed 0,
+    the same for every run). ``threads`` is part of it because CPU reductions may round
     differently with another thread count.
     """
 
@@ -79,6 +81,7 @@ class TrainSettings:
     augment: bool = True
     dump_tensors: tuple[str, ...] = ("*",)
     eval_batch_size: int = 1000
+    test_images: int | None = None
     threads: int = 1
     device: str = "cpu"
 
@@ -248,13 +251,14 @@ def train_with_dumps(
             )
         else:
             log.warning("ignoring checkpoint %s: it was written with other settings", ckpt_path)
+    test_images, test_labels = test_draw(data, settings.test_images, 0, key="lossless.test_images")
     log.info(
         "training %s (seed %d) on %s: %d train / %d test images, %d epochs, %d dumped tensors",
         settings.model,
         settings.seed,
         device,
         len(data.train_labels),
-        len(data.test_labels),
+        len(test_labels),
         settings.epochs,
         len(params),
     )
@@ -274,8 +278,8 @@ def train_with_dumps(
             train_seconds = time.perf_counter() - t0
             test_loss, test_acc = evaluate(
                 model,
-                data.test_images,
-                data.test_labels,
+                test_images,
+                test_labels,
                 batch_size=settings.eval_batch_size,
                 device=device,
             )

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gradcomp.data import Cifar10
+from gradcomp.data import Cifar10, test_draw
 from gradcomp.lossy.local_training import (
     OPTIMIZER_STATES,
     VALIDATION_SPLITS,
@@ -86,8 +86,10 @@ class FederatedSettings:
     each user's block held out for local validation; ``validation_split`` and
     ``optimizer_state``: see :mod:`gradcomp.lossy.local_training`; ``validate_users``:
     evaluate every local model on its user's validation images (``val_acc``);
-    ``augment``: :func:`gradcomp.augment.random_affine` on local batches. ``threads`` and
-    ``device`` say where the run executes.
+    ``augment``: :func:`gradcomp.augment.random_affine` on local batches;
+    ``test_images``: evaluate on a random draw of that many test images, drawn from the seed
+    (None: every test image), so that the test images vary with the seed like everything else
+    a rerun would vary. ``threads`` and ``device`` say where the run executes.
     """
 
     model: str
@@ -105,8 +107,11 @@ class FederatedSettings:
     device: str = "cpu"
     eval_batch_size: int = 1000
     validate_users: bool = True
+    test_images: int | None = None
 
     def __post_init__(self) -> None:
+        if self.test_images is not None and self.test_images < 1:
+            raise ValueError(f"test_images must be None or at least 1, got {self.test_images}")
         if self.optimizer_state not in OPTIMIZER_STATES:
             raise ValueError(f"optimizer_state must be one of {OPTIMIZER_STATES}")
         if self.validation_split not in VALIDATION_SPLITS:
@@ -149,6 +154,7 @@ class Federation:
         if initial_state is not None:  # a warm start (gradcomp.lossy.warm_start)
             self._model.load_state_dict(initial_state)
         self.initial_state = cpu_state(self._model)
+        self.test_images, self.test_labels = test_draw(data, settings.test_images, settings.seed)
 
     def users(self, rnd: int) -> list[UserData]:
         """The users' train / validation split of round ``rnd`` (the same every round with
@@ -181,8 +187,8 @@ class Federation:
         self._model.load_state_dict(state)
         return evaluate(
             self._model,
-            self.data.test_images,
-            self.data.test_labels,
+            self.test_images,
+            self.test_labels,
             batch_size=self.settings.eval_batch_size,
             device=self.device,
         )
@@ -238,7 +244,7 @@ def run_federated(
         settings.local_epochs,
         settings.optimizer_state,
         settings.validation_split,
-        len(data.test_labels),
+        len(fed.test_labels),
     )
     t0 = time.perf_counter()
     test_loss, test_acc = fed.evaluate(global_state)

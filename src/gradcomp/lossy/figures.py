@@ -274,6 +274,15 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     )  # fmt: skip
 
 
+def _interval(rows, column: str) -> tuple[float, float, float]:
+    """(mean, lo, hi) of ``column`` over the design's units (warm starts where there are
+    several, else seeds)."""
+    from gradcomp.lossy.nested import nested_test
+
+    t = nested_test(rows[column], rows["warm_start"])
+    return t.mean, t.lo, t.hi
+
+
 def figure_y7(
     tables: Sequence[str | Path],
     quantizers: dict[str, str],
@@ -281,13 +290,15 @@ def figure_y7(
     *,
     title: str,
     baseline: str | None = None,
+    curves: dict[str, str] | None = None,
 ) -> None:
     """Y7: rate curves of the one-round study, a line per compressor and M through its
     rates: the test-loss increase (upper block of panels) and accuracy change (lower block)
     against the uncompressed aggregate, over the measured uplink bits per entry (coded, log
-    scale); mean and 95% interval over seeds (rounds of a seed averaged first). One panel per
-    compressor (its M as shades), with ``baseline``'s curve (dashed) and the references
-    (grey points) in every panel."""
+    scale); mean and 95% interval over the design's units (warm starts, each the mean of its
+    seeds; :mod:`gradcomp.lossy.nested`). One panel per compressor (its M as shades), with
+    the curve of ``baseline`` (every compressor that joins it through ``curves``, dashed)
+    and the references (grey points) in every panel."""
     from gradcomp.lossy.paired import seed_means
 
     plots.set_theme()
@@ -298,10 +309,13 @@ def figure_y7(
         ("loss_increase", "test loss - uncompressed aggregate's"),
         ("acc_change", "test accuracy - uncompressed aggregate's"),
     )
+    joins = dict(curves or {})
+    base_curve = joins.get(baseline, baseline)
+    base_names = {n for n in data["compressor"].unique() if joins.get(n, n) == base_curve}
     curves = {}  # (name, M) -> bits per entry and (mean, lo, hi) per metric, by bits
     for (name, M), curve in per_seed.groupby(["compressor", "M"]):
         stats = sorted(
-            (at["bits_per_entry"].mean(), rate, *(t_interval(at[m])[0:3] for m, _ in metrics))
+            (at["bits_per_entry"].mean(), rate, *(_interval(at, m) for m, _ in metrics))
             for rate, at in curve.groupby("rate")
         )
         curves[(name, int(M))] = stats
@@ -335,8 +349,8 @@ def figure_y7(
                     style = styles[(ref, curves[(n, M)][0][1], M)]
                     draw(ax, n, M, k, color=style.color, marker=ref_marks[j % len(ref_marks)],
                          lw=1.0, label=ref)  # fmt: skip
-            if baseline is not None and baseline != name:
-                for n, M in [c for c in curves if c[0] == baseline]:
+            if baseline is not None and name not in base_names:
+                for n, M in [c for c in curves if c[0] in base_names]:
                     style = styles[(n, curves[(n, M)][0][1], M)]
                     draw(ax, n, M, k, ls="--", color=style.color, marker="", lw=1.0,
                          alpha=0.7, label=f"{baseline} (baseline)")  # fmt: skip

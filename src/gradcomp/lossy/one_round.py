@@ -16,10 +16,11 @@ on the same test images. Per round and compressor the study records
 plus ``entries``, the number of update entries all users send (so ``bits_coded / entries``
 is the measured bits per entry).
 
-Differences between compressors are then paired by (seed, round): the same starting model,
-the same local updates, the same test images, so the only difference is the compressor.
-Rounds of one seed share one trajectory, so the seed is the unit of replication
-(:mod:`gradcomp.lossy.paired`).
+Differences between compressors are then paired by (trajectory, round): the same starting
+model, the same local updates, the same test images, so the only difference is the
+compressor. A trajectory is a (warm start, seed): :func:`one_round_stage` runs the seeds
+nested in one warm start, each with its own draw of test images, and the intervals are over
+the warm starts (:mod:`gradcomp.lossy.nested`, :mod:`gradcomp.lossy.paired`).
 
 One round means one round: every compressor starts every round from its initial state (a
 fresh object per user and round, seeded from seed, round and user), so error-feedback memory
@@ -43,11 +44,11 @@ from gradcomp.lossy.uplink import aggregate, model_update, send
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ONE_ROUND_COLUMNS", "one_round_study"]
+__all__ = ["ONE_ROUND_COLUMNS", "one_round_stage", "one_round_study", "trajectory_seed"]
 
 ONE_ROUND_COLUMNS = (
-    "seed", "round", "compressor", "bits_coded", "bits_fixed", "test_acc", "test_loss",
-    "start_acc", "start_loss", "exact_acc", "exact_loss", "entries",
+    "model", "warm_start", "seed", "round", "compressor", "bits_coded", "bits_fixed", "test_acc",
+    "test_loss", "start_acc", "start_loss", "exact_acc", "exact_loss", "entries",
 )  # fmt: skip
 
 
@@ -58,12 +59,16 @@ def one_round_study(
     *,
     reference: str,
     initial_state: dict | None = None,
+    warm_start: int = -1,
+    seed: int | None = None,
 ) -> pd.DataFrame:
     """Rows :data:`ONE_ROUND_COLUMNS`, one per round and compressor (see the module doc).
 
     ``make_compressors``: label -> factory ``(user, round) -> compressor``, called anew for
     every user and round; ``reference``: the label whose aggregate the trajectory follows;
-    ``initial_state``: the warm start's weights (default: the seeded random init).
+    ``initial_state``: the warm start's weights (default: the seeded random init);
+    ``warm_start`` and ``seed``: the trajectory's names in the rows (the warm start's seed, -1
+    without one; the seed nested in it, default ``settings.seed``).
     """
     if reference not in make_compressors:
         raise ValueError(
@@ -81,7 +86,7 @@ def one_round_study(
         len(make_compressors),
         reference,
         settings.rounds,
-        len(data.test_labels),
+        len(fed.test_labels),
     )
     for rnd in range(1, settings.rounds + 1):
         t0 = time.perf_counter()
@@ -90,7 +95,9 @@ def one_round_study(
         n_train = [o.n_train for o in outcomes]
         exact_loss, exact_acc = fed.evaluate(aggregate(state, updates, n_train))
         head = {
-            "seed": settings.seed, "round": rnd, "start_acc": start_acc,
+            "model": settings.model, "warm_start": warm_start,
+            "seed": settings.seed if seed is None else seed,
+            "round": rnd, "start_acc": start_acc,
             "start_loss": start_loss, "exact_acc": exact_acc, "exact_loss": exact_loss,
             "entries": sum(t.numel() for u in updates for t in u.values()),
         }  # fmt: skip
@@ -128,6 +135,18 @@ def one_round_study(
     return pd.DataFrame(rows, columns=list(ONE_ROUND_COLUMNS))
 
 
+def trajectory_seed(warm_start: int | None, seed: int) -> int:
+    """The random seed of trajectory (warm start, seed): ``seed`` itself without a warm
+    start, else one mixed from both (31 bits, so that the per-user and per-round offsets the
+    compressors add stay within torch's seed range), so that seeds nested in different warm
+    starts draw different data orders, splits, noise and test images."""
+    from gradcomp.lossy.local_training import derive_seed
+
+    if warm_start is None:
+        return int(seed)
+    return derive_seed(int(warm_start), int(seed)) % 2**31
+
+
 def one_round_stage(
     data_path,
     settings: dict[str, Any],
@@ -135,16 +154,21 @@ def one_round_stage(
     *,
     reference: str,
     out_tsv,
+    seeds,
     warm_start=None,
+    warm_start_seed: int | None = None,
     threads: int = 1,
     device: str = "cpu",
 ) -> pd.DataFrame:
     """The ``one_round_study`` stage: :func:`one_round_study` of every compressor ``specs``
-    (label -> checked spec) for one seed, written to ``out_tsv``.
+    (label -> checked spec) for each of ``seeds`` nested in one warm start, written to
+    ``out_tsv``.
 
-    ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
-    ``device``, which say where the job runs; ``warm_start``: a
-    :func:`gradcomp.lossy.warm_start.warm_start_stage` file to start from.
+    ``settings`` are :class:`FederatedSettings` keywords other than ``seed``, ``threads``
+    and ``device`` (the seed is each trajectory's, :func:`trajectory_seed`; threads and
+    device say where the job runs); ``warm_start``: a
+    :func:`gradcomp.lossy.warm_start.warm_start_stage` file to start from, pre-trained with
+    ``warm_start_seed``.
     """
     from pathlib import Path
 
@@ -153,17 +177,31 @@ def one_round_stage(
     from gradcomp.lossy.uplink import compressor_factory
     from gradcomp.lossy.warm_start import load_warm_start
 
-    full = FederatedSettings(**settings, threads=int(threads), device=device)
+    data = load_cifar10(Path(data_path))
+    initial = load_warm_start(warm_start) if warm_start else None
+    tables = []
+    for seed in seeds:
+        full = FederatedSettings(
+            **settings,
+            seed=trajectory_seed(warm_start_seed if warm_start else None, seed),
+            threads=int(threads),
+            device=device,
+        )
 
-    def per_round(spec):
-        return lambda user, rnd: compressor_factory(spec, full.seed, rnd=rnd)(user)
+        def per_round(spec, full=full):
+            return lambda user, rnd: compressor_factory(spec, full.seed, rnd=rnd)(user)
 
-    table = one_round_study(
-        load_cifar10(Path(data_path)),
-        full,
-        {label: per_round(spec) for label, spec in specs.items()},
-        reference=reference,
-        initial_state=load_warm_start(warm_start) if warm_start else None,
-    )
+        tables.append(
+            one_round_study(
+                data,
+                full,
+                {label: per_round(spec) for label, spec in specs.items()},
+                reference=reference,
+                initial_state=initial,
+                warm_start=warm_start_seed if warm_start else -1,
+                seed=int(seed),
+            )
+        )
+    table = pd.concat(tables, ignore_index=True)
     write_tsv(out_tsv, table)
     return table

@@ -1,11 +1,14 @@
 """Seed-level intervals, paired differences and multiple-comparison control (T3, T4, T5).
 
-The unit of replication is the **seed**: one trajectory (data order, splits, dropout, noise
-streams). Rounds of one seed share that trajectory and are not independent draws, so every
-estimate here first averages a variant's metric (or its paired difference to the baseline)
-over the rounds of each seed, then takes a two-sided Student-t interval over the seeds
-(``n - 1`` degrees of freedom; NaN with fewer than two seeds). Compressors of one seed
-compress the same updates (common random numbers), so a comparison is *paired* by seed.
+The unit of a trajectory is the **seed** (data order, splits, dropout, noise streams), and
+in the one-round study the seed is nested in a **warm start** (:mod:`gradcomp.lossy.nested`).
+Rounds of one trajectory are not independent draws, so every estimate here first averages a
+variant's metric (or its paired difference to the baseline) over the rounds of each
+trajectory; then, with two or more warm starts, over the seeds of each warm start, and takes
+a two-sided Student-t interval over the warm starts (the exact interval of the balanced
+two-level design); with one warm start (or none: the full runs), over the seeds. Compressors
+of one trajectory compress the same updates (common random numbers), so a comparison is
+*paired* by trajectory.
 
 A table's comparisons form one *family*; their two-sided one-sample t-test p-values are
 adjusted by Holm's step-down method (:func:`holm`), and "significant" means an adjusted
@@ -20,6 +23,8 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from gradcomp.lossy.nested import nested_test
+
 __all__ = [
     "ALPHA",
     "VARIANT",
@@ -31,6 +36,7 @@ __all__ = [
     "seed_means",
     "t_interval",
     "t_test",
+    "trajectory_units",
 ]
 
 #: Columns naming a compressor variant.
@@ -87,12 +93,22 @@ def holm(pvalues) -> np.ndarray:
     return out
 
 
-def seed_means(data: pd.DataFrame, columns: Sequence[str], *, unit: str = "seed") -> pd.DataFrame:
-    """Per variant and ``unit``, the mean of ``columns`` over the unit's rows (rounds).
+def trajectory_units(data: pd.DataFrame) -> tuple[str, ...]:
+    """The columns naming one trajectory: ``("warm_start", "seed")`` where the data has warm
+    starts (the one-round study), else ``("seed",)``."""
+    return ("warm_start", "seed") if "warm_start" in data.columns else ("seed",)
+
+
+def seed_means(
+    data: pd.DataFrame, columns: Sequence[str], *, unit: str | Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Per variant and trajectory (``unit``: its columns, default
+    :func:`trajectory_units`), the mean of ``columns`` over the trajectory's rows (rounds).
 
     A NaN in any row gives a NaN mean (pandas would skip it), so that a failed round is
     never silently averaged away."""
-    keys, columns = [*VARIANT, unit], list(columns)
+    units = trajectory_units(data) if unit is None else (unit,) if isinstance(unit, str) else unit
+    keys, columns = [*VARIANT, *units], list(columns)
     means = data.groupby(keys, sort=True)[columns].mean()
     has_nan = data[columns].isna().groupby([data[k] for k in keys], sort=True).any()
     return means.mask(has_nan).reset_index()
@@ -128,25 +144,33 @@ def paired_summary(
     baseline: str,
     means: Sequence[str] = (),
     pairable: Callable[[str], bool] | None = None,
-    unit: str = "seed",
 ) -> pd.DataFrame:
-    """One row per variant (:data:`VARIANT`), all intervals over seeds (see the module doc).
+    """One row per variant (:data:`VARIANT`), all intervals over the design's units (see
+    the module doc).
 
-    ``data``: one row per variant, seed and (optionally) round. Columns of the result:
-    ``seeds`` (how many seeds entered); for each of ``metrics``, ``<m>_mean``, ``<m>_lo``,
-    ``<m>_hi``; for each of ``paired``, the difference to the paired ``baseline`` variant
-    (:func:`pick_baseline`) on the same seeds, ``<m>_vs_<baseline>_mean`` / ``_lo`` / ``_hi``
-    / ``_p`` (raw) / ``_p_holm`` (Holm over every paired difference of the table) /
+    ``data``: one row per variant, trajectory (:func:`trajectory_units`) and (optionally)
+    round. Columns of the result: ``trajectories`` (how many entered), ``units`` and
+    ``design`` (what the intervals are over: ``warm starts`` or ``seeds``); for each of
+    ``metrics``, ``<m>_mean``, ``<m>_lo``, ``<m>_hi``; for each of ``paired``, the
+    difference to the paired ``baseline`` variant (:func:`pick_baseline`) on the same
+    trajectories, ``<m>_vs_<baseline>_mean`` / ``_lo`` / ``_hi`` / ``_se`` / ``_df`` /
+    ``_p`` (raw) / ``_p_holm`` (Holm over every paired difference of the table) /
     ``_significant``; ``means``: plain means over all rows. A variant without a pair gets
-    NaN differences. A seed that the baseline lacks is an error.
+    NaN differences. A trajectory that the baseline lacks is an error.
     """
-    per_seed = seed_means(data, sorted({*metrics, *paired}), unit=unit)
+    units = trajectory_units(data)
+    unit = units[-1]
+    per_seed = seed_means(data, sorted({*metrics, *paired}), unit=units)
     pairs = pick_baseline(per_seed, baseline, pairable)
-    indexed = per_seed.set_index([*VARIANT, unit]).sort_index()
+    indexed = per_seed.set_index([*VARIANT, *units]).sort_index()
     rows = []
     for key, group in per_seed.groupby(list(VARIANT), sort=True):
         row = dict(zip(VARIANT, key, strict=True))
-        row["seeds"] = int(group[unit].nunique())
+        starts = group["warm_start"] if "warm_start" in units else np.zeros(len(group))
+        ids = list(group[list(units)].itertuples(index=False, name=None))
+        row["trajectories"] = len(ids)
+        probe = nested_test(np.zeros(len(group)), starts)
+        row["units"], row["design"] = probe.units, probe.design
         full = data
         for col, value in row.items():
             if col in VARIANT:
@@ -154,26 +178,28 @@ def paired_summary(
         for m in means:
             row[m] = float(full[m].mean())
         for m in metrics:
-            row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = t_interval(group[m])
+            t = nested_test(group[m], starts)
+            row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = t.mean, t.lo, t.hi
         partner = pairs.get(tuple(key))
         for m in paired:
             name = f"{m}_vs_{baseline}"
-            diff = np.array([])
+            diff, diff_starts = np.array([]), np.array([])
             if partner is not None:
-                ref = indexed[m].reindex([(*partner, s) for s in group[unit]])
+                ref = indexed[m].reindex([(*partner, *i) for i in ids])
                 if ref.isna().any():
-                    missing = [s for s, v in zip(group[unit], ref, strict=True) if np.isnan(v)]
+                    missing = [
+                        i if len(i) > 1 else i[0]
+                        for i, v in zip(ids, ref, strict=True)
+                        if np.isnan(v)
+                    ]
                     raise ValueError(
                         f"{'/'.join(map(str, key))}: the baseline {'/'.join(map(str, partner))}"
                         f" has no {m} for {unit}s {missing}"
                     )
-                diff = group[m].to_numpy() - ref.to_numpy()
-            (
-                row[f"{name}_mean"],
-                row[f"{name}_lo"],
-                row[f"{name}_hi"],
-                row[f"{name}_p"],
-            ) = t_test(diff)
+                diff, diff_starts = group[m].to_numpy() - ref.to_numpy(), starts
+            t = nested_test(diff, diff_starts)
+            row[f"{name}_mean"], row[f"{name}_lo"], row[f"{name}_hi"] = t.mean, t.lo, t.hi
+            row[f"{name}_se"], row[f"{name}_df"], row[f"{name}_p"] = t.se, t.df, t.p
         rows.append(row)
     table = pd.DataFrame(rows)
     return add_holm(table, [f"{m}_vs_{baseline}" for m in paired])

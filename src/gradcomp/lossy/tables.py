@@ -16,13 +16,15 @@ R means the same thing (bits per kept value of the same top-K). T5, per compress
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from gradcomp import reporting
+from gradcomp.artifacts import write_text, write_tsv
 from gradcomp.compression.rates import RATE_FIELDS
 from gradcomp.compression.specs import VARIANT_LABEL
 from gradcomp.lossy.paired import (
@@ -30,10 +32,9 @@ from gradcomp.lossy.paired import (
     family_size,
     paired_summary,
     seed_means,
-    t_test,
 )
 from gradcomp.lossy.per_bit import read_rounds
-from gradcomp.lossy.rate_curves import bd_rate
+from gradcomp.lossy.rate_curves import bd_rate, dominance
 from gradcomp.lossy.run_files import run_identity
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
 
 BIT_FIELDS = tuple(f for f in RATE_FIELDS if f.endswith("_bits"))  # the parts of the uplink
 _LABEL = re.compile(rf"^{VARIANT_LABEL}$")
-_MODEL = re.compile(r"(?P<model>[^/]+)/one_round/seed\d+\.tsv$")
 
 
 def t3_table(
@@ -92,10 +92,10 @@ def one_round_data(paths: Sequence[str | Path]) -> pd.DataFrame:
     frames = []
     for path in paths:
         frame = pd.read_csv(path, sep="\t")
-        match = _MODEL.search(Path(path).as_posix())
-        if match is None:
+        missing = {"model", "warm_start", "seed"} - set(frame.columns)
+        if missing:
             raise ValueError(
-                f"{path} is not a one-round study file (.../<model>/one_round/seed<k>.tsv)"
+                f"{path} is not a one-round study table (no {', '.join(sorted(missing))} column)"
             )
         bad = frame.loc[~frame["compressor"].astype(str).str.fullmatch(_LABEL), "compressor"]
         if len(bad):
@@ -103,7 +103,6 @@ def one_round_data(paths: Sequence[str | Path]) -> pd.DataFrame:
                 f"{path}: compressor {bad.iloc[0]!r} is not a variant label "
                 "{name}/R{rate}_M{M}"
             )
-        frame["model"] = match["model"]
         frames.append(frame)
     data = pd.concat(frames, ignore_index=True)
     ident = data["compressor"].str.extract(_LABEL)
@@ -132,14 +131,30 @@ def _pairable(names: Collection[str] | None):
     return None if names is None else (lambda name: name in names)
 
 
-T4_PAIRED = ("test_loss", "test_acc", "gain_per_bit")
+#: T4's paired differences (the per-bit gain is shown, not tested: its difference is
+#: significant whenever the bits differ, whatever the accuracy does)
+T4_PAIRED = ("test_loss", "test_acc")
 
 
 def t4_table(
-    paths: Sequence[str | Path], *, baseline: str, pairable: Collection[str] | None = None
+    paths: Sequence[str | Path],
+    *,
+    baseline: str,
+    pairable: Collection[str] | None = None,
+    margin: float | None = None,
+    alpha: float = 0.05,
 ) -> pd.DataFrame:
-    """T4 (see the module doc): one row per model, compressor, rate and M."""
-    return paired_summary(
+    """T4 (see the module doc): one row per model, compressor, rate and M. With ``margin``
+    (nats), the test-loss difference to the baseline also gets a TOST p of equivalence
+    within +-margin (``test_loss_vs_<baseline>_tost_p``, Holm over the table's rows as
+    ``_tost_p_holm``) and a ``verdict`` (:func:`gradcomp.lossy.verdicts.decide`): a pair
+    whose both sides equal the uncompressed aggregate within the margin is "equivalent", not
+    "undecided"."""
+    from gradcomp.lossy.nested import tost_p
+    from gradcomp.lossy.paired import holm
+    from gradcomp.lossy.verdicts import decide
+
+    table = paired_summary(
         one_round_data(paths),
         metrics=["bits_per_entry", "loss_increase", "acc_change", "gain_per_bit", "test_acc"],
         paired=list(T4_PAIRED),
@@ -147,58 +162,153 @@ def t4_table(
         means=["bits_coded", "fixed_bits_per_entry", "exact_acc", "start_acc"],
         pairable=_pairable(pairable),
     )
+    if margin is None or table.empty:
+        return table
+    c = f"test_loss_vs_{baseline}"
+    table[f"{c}_tost_p"] = [
+        tost_p(m, se, df, margin)
+        for m, se, df in zip(table[f"{c}_mean"], table[f"{c}_se"], table[f"{c}_df"], strict=True)
+    ]
+    table[f"{c}_tost_p_holm"] = holm(table[f"{c}_tost_p"])
+    table["verdict"] = [
+        decide(m, p, t, alpha) if np.isfinite(m) else ""
+        for m, p, t in zip(
+            table[f"{c}_mean"], table[f"{c}_p_holm"], table[f"{c}_tost_p_holm"], strict=True
+        )
+    ]
+    return table
+
+
+def _t4_readable(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """T4's Markdown view: ten columns at most, the rest stays in the TSV."""
+    c = f"test_loss_vs_{baseline}"
+    out = pd.DataFrame(
+        {
+            "variant": [
+                f"{m} {n}/R{r}_M{M}"
+                for m, n, r, M in zip(
+                    table["model"], table["compressor"], table["rate"], table["M"], strict=True
+                )
+            ],
+            "units": [f"{u} {d}" for u, d in zip(table["units"], table["design"], strict=True)],
+        }
+    )
+    for col in ("bits_per_entry", "loss_increase", "acc_change", c):
+        for part in ("mean", "lo", "hi"):
+            out[f"{col}_{part}"] = table[f"{col}_{part}"]
+    out[f"{c}_p_holm"] = table[f"{c}_p_holm"]
+    if "verdict" in table:
+        out[f"{c}_tost_p_holm"] = table[f"{c}_tost_p_holm"]
+        out["verdict"] = table["verdict"]
+    return out
 
 
 def t5_table(
-    paths: Sequence[str | Path], *, baseline: str, metric: str = "loss_increase"
+    paths: Sequence[str | Path],
+    *,
+    baseline: str,
+    curves: Mapping[str, str] | None = None,
+    metric: str = "loss_increase",
 ) -> pd.DataFrame:
-    """T5 (see the module doc): one row per model, compressor and M with ``rates`` (the
-    knobs of its curve), ``bits_per_entry_min`` / ``_max`` (the measured bits per entry they
-    span), ``bd_rate_mean`` / ``_lo`` / ``_hi`` (percent, over seeds), ``bd_rate_p``,
-    ``bd_rate_p_holm`` (Holm over the table) and ``bd_rate_significant``; ``seeds``: seeds
-    with a defined BD-rate (NaN where the curves share no loss range on some seed).
-    The baseline's curve is that of its M = the curve's M when it has it, else its
-    smallest M."""
-    per_seed = seed_means(one_round_data(paths), ["bits_coded", "bits_per_entry", metric])
+    """T5 (see the module doc): one row per model, rate curve and M against the baseline's
+    curve (``curves``: compressor name -> curve, default its name; the baseline's curve is
+    the one ``baseline`` joins, at the row's M when it has it, else its smallest M).
+
+    Per trajectory: the BD-rate where the curves share a loss range, else the dominance
+    class (:func:`gradcomp.lossy.rate_curves.dominance`). Columns: ``rates`` (the curve's
+    variants), ``bits_per_entry_min`` / ``_max`` (measured), ``trajectories``,
+    ``overlap`` (with a BD-rate), ``dominates`` / ``dominated`` / ``neither`` (the others),
+    ``bd_rate_mean`` / ``_lo`` / ``_hi`` / ``_p`` over the overlapping trajectories (two-level
+    design, :mod:`gradcomp.lossy.nested`), ``sign_p`` (two-sided sign test over the units of
+    every trajectory's direction: fewer bits by BD-rate or dominance, or more), Holm over
+    both columns together (``_p_holm``), and ``verdict``: ``fewer bits`` / ``more bits`` when
+    the BD-rate is significant and no trajectory without overlap points the other way (or the
+    sign test is significant), else ``undecided``."""
+    from gradcomp.lossy.nested import nested_test, unit_values
+
+    curves = dict(curves or {})
+    data = one_round_data(paths)
+    data["curve"] = [curves.get(n, n) for n in data["compressor"]]
+    per_seed = seed_means(data, ["bits_coded", "bits_per_entry", metric])
+    per_seed["curve"] = [curves.get(n, n) for n in per_seed["compressor"]]
+    base_curve = curves.get(baseline, baseline)
     rows = []
-    for (model, name, M), curve in per_seed.groupby(["model", "compressor", "M"], sort=True):
-        if name == baseline:
+    for (model, curve, M), pts in per_seed.groupby(["model", "curve", "M"], sort=True):
+        if curve == base_curve:
             continue
-        base = per_seed[(per_seed["model"] == model) & (per_seed["compressor"] == baseline)]
+        base = per_seed[(per_seed["model"] == model) & (per_seed["curve"] == base_curve)]
         if base.empty:
             continue
         base_M = M if M in set(base["M"]) else int(base["M"].min())
         base = base[base["M"] == base_M]
-        values = []
-        for seed, pts in curve.groupby("seed"):
-            ref = base[base["seed"] == seed]
-            values.append(
-                bd_rate(pts["bits_coded"], pts[metric], ref["bits_coded"], ref[metric])
-                if len(ref) >= 2
-                else np.nan
-            )
-        values = np.array(values)
-        finite = values[np.isfinite(values)]
-        mean, lo, hi, p = t_test(finite) if len(finite) == len(values) else (np.nan,) * 4
+        bd, bd_starts, direction, direction_starts, dom = [], [], [], [], []
+        for (ws, seed), t in pts.groupby(["warm_start", "seed"], sort=True):
+            ref = base[(base["warm_start"] == ws) & (base["seed"] == seed)]
+            if len(ref) < 2:
+                continue
+            args = (t["bits_coded"], t[metric], ref["bits_coded"], ref[metric])
+            value = bd_rate(*args)
+            if np.isfinite(value):
+                bd.append(value)
+                bd_starts.append(ws)
+                direction.append(float(np.sign(-value)))
+            else:
+                d = dominance(*args)
+                dom.append(d)
+                direction.append(float(d))
+            direction_starts.append(ws)
+        t_bd = nested_test(bd, bd_starts)
+        signs, _ = unit_values(direction, direction_starts)
+        signs = np.sign(signs)
+        nonzero = signs[signs != 0]
+        sign_p = (
+            float(scipy.stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue)
+            if len(nonzero)
+            else np.nan
+        )
         rows.append(
             {
                 "model": model,
-                "compressor": name,
+                "curve": curve,
                 "M": int(M),
                 "baseline_M": base_M,
-                "rates": ",".join(str(r) for r in sorted(curve["rate"].unique())),
-                "bits_per_entry_min": float(curve["bits_per_entry"].min()),
-                "bits_per_entry_max": float(curve["bits_per_entry"].max()),
-                "seeds": int(len(finite)),
-                "seeds_total": int(len(values)),
-                "bd_rate_mean": mean,
-                "bd_rate_lo": lo,
-                "bd_rate_hi": hi,
-                "bd_rate_p": p,
+                "rates": ",".join(
+                    f"{c}/R{r}"
+                    for c, r in sorted(set(zip(pts["compressor"], pts["rate"], strict=True)))
+                ),
+                "bits_per_entry_min": float(pts["bits_per_entry"].min()),
+                "bits_per_entry_max": float(pts["bits_per_entry"].max()),
+                "trajectories": len(direction),
+                "overlap": len(bd),
+                "dominates": int(sum(d > 0 for d in dom)),
+                "dominated": int(sum(d < 0 for d in dom)),
+                "neither": int(sum(d == 0 for d in dom)),
+                "units": t_bd.units,
+                "design": t_bd.design,
+                "bd_rate_mean": t_bd.mean,
+                "bd_rate_lo": t_bd.lo,
+                "bd_rate_hi": t_bd.hi,
+                "bd_rate_p": t_bd.p,
+                "sign_p": sign_p,
             }  # fmt: skip
         )
     table = pd.DataFrame(rows)
-    return add_holm(table, ["bd_rate"]) if len(table) else table
+    if table.empty:
+        return table
+    table = add_holm(table, ["bd_rate", "sign"])
+    verdicts = []
+    for row in table.itertuples(index=False):
+        verdict = "undecided"
+        if row.bd_rate_significant:
+            fewer = row.bd_rate_mean < 0
+            against = row.dominated if fewer else row.dominates
+            if against == 0:
+                verdict = "fewer bits" if fewer else "more bits"
+        if verdict == "undecided" and row.sign_significant:
+            verdict = "fewer bits" if row.dominates + (row.bd_rate_mean < 0) > 0 else "more bits"
+        verdicts.append(verdict)
+    table["verdict"] = verdicts
+    return table
 
 
 def table_t3(
@@ -219,34 +329,46 @@ def table_t3(
     return table
 
 
-def table_t4(paths, tsv, md, *, baseline: str, pairable=None) -> pd.DataFrame:
-    """Write T4 as TSV and Markdown."""
-    table = t4_table(paths, baseline=baseline, pairable=pairable)
+def table_t4(
+    paths, tsv, md, *, baseline: str, pairable=None, margin=None, alpha: float = 0.05
+) -> pd.DataFrame:
+    """Write T4 as TSV (every column) and Markdown (:func:`_t4_readable`)."""
+    table = t4_table(paths, baseline=baseline, pairable=pairable, margin=margin, alpha=alpha)
     family = family_size(table, [f"{m}_vs_{baseline}" for m in T4_PAIRED])
-    reporting.write_table(
-        table,
-        tsv,
-        md,
-        title="T4: one-round paired study (every compressor on the same updates; per-seed "
-        "means over rounds, then mean [95% Student-t interval] over seeds; paired with "
-        f"{baseline} at the same R where R means bits per kept value of the same top-K; "
-        f"family: these {family} differences, Holm-adjusted p, significant = adjusted "
-        "p < 0.05)",
+    equivalence = (
+        ""
+        if margin is None
+        else f"; TOST of |test-loss difference| >= {margin:g} nats, Holm over the rows; "
+        "verdict: equivalent, else better / worse (lower / higher loss), else undecided"
     )
+    title = (
+        "T4: one-round paired study (every compressor on the same updates; per-trajectory "
+        "means over rounds, then mean [95% Student-t interval] over the units: warm starts, "
+        "each the mean of its nested seeds, or the seeds of the first warm start for the "
+        f"variants run there only; paired with {baseline} at the same R where R means bits "
+        f"per kept value of the same top-K; family: these {family} differences, Holm-"
+        f"adjusted p, significant = adjusted p < {alpha:g}{equivalence}; every column in "
+        "T4.tsv)"
+    )
+    write_tsv(tsv, table)
+    write_text(md, f"# {title}\n\n" + reporting.to_markdown(_t4_readable(table, baseline)))
     return table
 
 
-def table_t5(paths, tsv, md, *, baseline: str) -> pd.DataFrame:
+def table_t5(paths, tsv, md, *, baseline: str, curves=None) -> pd.DataFrame:
     """Write T5 as TSV and Markdown."""
-    table = t5_table(paths, baseline=baseline)
-    family = family_size(table, ["bd_rate"]) if len(table) else 0
+    table = t5_table(paths, baseline=baseline, curves=curves)
+    family = family_size(table, ["bd_rate", "sign"]) if len(table) else 0
     reporting.write_table(
         table,
         tsv,
         md,
-        title=f"T5: BD-rate against {baseline} (% uplink bits at equal test-loss increase, "
-        "one-round study; negative = fewer bits; per seed, then mean [95% Student-t "
-        f"interval] over seeds; family: these {family} BD-rates, Holm-adjusted p, "
-        "significant = adjusted p < 0.05; NaN: no common loss range)",
+        title=f"T5: BD-rate against {baseline}'s curve (% uplink bits at equal test-loss "
+        "increase, one-round study; negative = fewer bits; per trajectory, then mean [95% "
+        "Student-t interval] over the design's units (warm starts, each the mean of its "
+        "seeds) on the trajectories whose curves share a loss range; the others counted by "
+        "dominance; sign_p: sign test of every trajectory's direction over the units; "
+        f"family: these {family} tests (BD-rate and sign), Holm-adjusted, significant = "
+        "adjusted p < 0.05)",
     )
     return table

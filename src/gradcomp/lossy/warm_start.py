@@ -6,8 +6,10 @@ steps need not be what it buys where training spends its rounds. :func:`pretrain
 model centrally on a pool of training images disjoint from the users' (the data cache's
 ``pretrain_images``; see :func:`gradcomp.data.prepare_cifar10`) with Adam, and the federated
 runs and the one-round study then start from its weights instead of the random init (the
-optimizer state starts fresh). Every seed of the study starts from the same warm model, so
-seed-level statistics are conditional on it.
+optimizer state starts fresh). The one-round study pre-trains several warm starts, each from
+its own seed (init and data order), and nests its seeds in them
+(:mod:`gradcomp.lossy.nested`), so that its intervals are not conditional on one warm model;
+the full runs start from the first.
 
 Units: accuracies are fractions in [0, 1], losses mean cross-entropy in nats, times seconds.
 """
@@ -25,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from gradcomp.artifacts import atomic_torch_save
-from gradcomp.data import Cifar10, load_cifar10
+from gradcomp.data import Cifar10, load_cifar10, test_draw
 from gradcomp.lossy.local_training import ADAM_EPS, cpu_state
 from gradcomp.models import build_model
 from gradcomp.training import evaluate, minibatches, resolve_device, to_float_batch
@@ -38,13 +40,15 @@ __all__ = ["WarmStartSettings", "load_warm_start", "pretrain", "warm_start_stage
 @dataclass(frozen=True)
 class WarmStartSettings:
     """Central pre-training: ``epochs`` passes over the pretraining pool at ``batch_size``
-    with Adam at ``lr`` (Keras' epsilon), model init and data order seeded by ``seed``."""
+    with Adam at ``lr`` (Keras' epsilon), model init and data order seeded by ``seed``;
+    evaluated after each epoch on a draw of ``test_images`` test images (None: all)."""
 
     model: str
     epochs: int = 5
     batch_size: int = 64
     lr: float = 1e-3
     seed: int = 0
+    test_images: int | None = None
 
 
 def pretrain(
@@ -65,6 +69,7 @@ def pretrain(
         optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=ADAM_EPS)
         generator = torch.Generator().manual_seed(settings.seed)
         images, labels = data.pretrain_images, data.pretrain_labels
+        test_images, test_labels = test_draw(data, settings.test_images, settings.seed)
         rows = []
         for epoch in range(1, settings.epochs + 1):
             t0 = time.perf_counter()
@@ -82,7 +87,7 @@ def pretrain(
                     f"warm start of {settings.model}: loss {train_loss} in epoch {epoch}"
                 )
             test_loss, test_acc = evaluate(
-                model, data.test_images, data.test_labels, batch_size=1000, device=dev
+                model, test_images, test_labels, batch_size=1000, device=dev
             )
             rows.append(
                 {

@@ -1,0 +1,141 @@
+"""The one-round study's two-level design: warm starts, with seeds nested in each.
+
+A trajectory is one (warm start, seed): the warm start is a model pre-trained from its own
+seed (:mod:`gradcomp.lossy.warm_start`), the seed draws the users' data order, splits,
+compressor noise and the trajectory's test images. What a reader would vary (the warm
+start, the test images) is thus inside the design, not held fixed.
+
+Model: ``y_ws = mu + a_w + e_ws`` with warm-start effects ``a_w ~ (0, sigma_b^2)`` and
+within-warm-start noise ``e_ws ~ (0, sigma_w^2)``. The independent units are the warm
+starts: the mean of warm start w over its ``S`` seeds has variance ``sigma_b^2 +
+sigma_w^2 / S``, so the Student-t interval over the W warm-start means (``W - 1`` degrees
+of freedom) is the exact interval of the balanced design, whatever the share of the two
+components (it is also the ANOVA interval ``mean +- t sqrt(MS_between / (W S))``). With a
+single warm start, the seeds are the units and the interval is conditional on that warm
+start (:func:`nested_test` says which through ``design``).
+
+Equivalence: two one-sided t-tests (TOST, Schuirmann 1987) of ``mu <= -margin`` and ``mu >=
+margin``; the p-value is the larger one. Power: the smallest true difference a two-sided
+t-test at level ``alpha`` detects with probability ``power`` is solved for exactly on the
+noncentral t distribution (for few units and small levels the textbook ``(t_{1-alpha/2} +
+t_{power}) se`` is off by several percent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize
+import scipy.stats
+
+__all__ = [
+    "NestedTest",
+    "min_detectable",
+    "nested_test",
+    "tost_p",
+    "unit_values",
+    "variance_components",
+]
+
+
+def unit_values(values, warm_starts) -> tuple[np.ndarray, str]:
+    """(the independent units' values, design): the mean of each warm start's values when
+    there are two or more warm starts (design ``"warm starts"``), else the values themselves
+    (``"seeds"``). A NaN value makes its warm start's mean NaN."""
+    y = np.asarray(values, dtype=np.float64).ravel()
+    w = np.asarray(warm_starts).ravel()
+    if y.shape != w.shape:
+        raise ValueError(f"values {y.shape} and warm_starts {w.shape} differ in shape")
+    groups = np.unique(w)
+    if len(groups) < 2:
+        return y, "seeds"
+    return np.array([y[w == g].mean() for g in groups]), "warm starts"
+
+
+@dataclass(frozen=True)
+class NestedTest:
+    """Mean, 95% interval, two-sided p of mean = 0, standard error, degrees of freedom,
+    number of units and the design (``"warm starts"`` or ``"seeds"``)."""
+
+    mean: float
+    lo: float
+    hi: float
+    p: float
+    se: float
+    df: int
+    units: int
+    design: str
+
+
+def nested_test(values, warm_starts, level: float = 0.95) -> NestedTest:
+    """The t-interval and test over the design's units (:func:`unit_values`).
+
+    Any NaN gives NaN statistics (a failed unit is never left out silently); fewer than two
+    units give a mean without interval.
+    """
+    u, design = unit_values(values, warm_starts)
+    n = int(u.size)
+    if n == 0 or not np.isfinite(u).all():
+        return NestedTest(np.nan, np.nan, np.nan, np.nan, np.nan, max(n - 1, 0), n, design)
+    mean = float(u.mean())
+    if n < 2:
+        return NestedTest(mean, np.nan, np.nan, np.nan, np.nan, 0, n, design)
+    se = float(u.std(ddof=1) / np.sqrt(n))
+    half = float(scipy.stats.t.ppf(0.5 + level / 2, n - 1)) * se
+    if se == 0:
+        p = 1.0 if mean == 0 else 0.0
+    else:
+        p = float(2 * scipy.stats.t.sf(abs(mean) / se, n - 1))
+    return NestedTest(mean, mean - half, mean + half, p, se, n - 1, n, design)
+
+
+def tost_p(mean: float, se: float, df: int, margin: float) -> float:
+    """TOST p-value of equivalence within ``(-margin, margin)``: the larger of the one-sided
+    t-test p-values of ``mu <= -margin`` and ``mu >= margin``; NaN without a standard error."""
+    if not (np.isfinite(mean) and np.isfinite(se) and df >= 1) or margin <= 0:
+        return np.nan
+    if se == 0:
+        return 0.0 if abs(mean) < margin else 1.0
+    p_low = scipy.stats.t.sf((mean + margin) / se, df)  # H0: mu <= -margin
+    p_high = scipy.stats.t.cdf((mean - margin) / se, df)  # H0: mu >= margin
+    return float(max(p_low, p_high))
+
+
+def min_detectable(se: float, df: int, alpha: float, power: float = 0.8) -> float:
+    """The smallest true difference a two-sided t-test at level ``alpha`` with standard
+    error ``se`` and ``df`` degrees of freedom rejects with probability ``power``: the
+    noncentrality ``delta`` solving ``P(|T'| > t_{1-alpha/2}) = power`` for ``T'`` noncentral
+    t, times ``se``."""
+    if not (np.isfinite(se) and df >= 1):
+        return np.nan
+    crit = scipy.stats.t.ppf(1 - alpha / 2, df)
+
+    def shortfall(delta: float) -> float:
+        nct = scipy.stats.nct(df, delta)
+        return float(nct.sf(crit) + nct.cdf(-crit) - power)
+
+    upper = crit + scipy.stats.norm.ppf(power) + 1.0
+    while shortfall(upper) < 0:
+        upper *= 2
+    return float(scipy.optimize.brentq(shortfall, 0.0, upper, xtol=1e-10) * se)
+
+
+def variance_components(values, warm_starts) -> tuple[float, float]:
+    """(sigma_b^2, sigma_w^2): the one-way random-effects ANOVA estimates of the
+    between-warm-start and within-warm-start variances (method of moments, sigma_b^2
+    truncated at 0; the mean seeds per warm start stands in for S when unbalanced);
+    NaN where a component is not identified (one warm start, or one seed each)."""
+    y = np.asarray(values, dtype=np.float64).ravel()
+    w = np.asarray(warm_starts).ravel()
+    groups = [y[w == g] for g in np.unique(w)]
+    if not np.isfinite(y).all() or len(groups) < 2:
+        return (np.nan, np.nan)
+    sizes = np.array([len(g) for g in groups])
+    df_within = int((sizes - 1).sum())
+    if df_within < 1:
+        return (np.nan, np.nan)
+    ms_within = sum(((g - g.mean()) ** 2).sum() for g in groups) / df_within
+    grand = y.mean()
+    ms_between = sum(len(g) * (g.mean() - grand) ** 2 for g in groups) / (len(groups) - 1)
+    return (float(max(0.0, (ms_between - ms_within) / sizes.mean())), float(ms_within))

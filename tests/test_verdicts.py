@@ -1,0 +1,200 @@
+"""The verdicts' statistics against independent references: the two-level interval's
+coverage by simulation (and the pooled interval's failure), TOST against statsmodels, the
+detectable difference against the noncentral t, the variance components on simulated data,
+BD-loss and dominance on hand-made curves, and the verdict table on synthetic studies with a
+planted truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+from gradcomp.artifacts import write_tsv
+from gradcomp.lossy.nested import (
+    min_detectable,
+    nested_test,
+    tost_p,
+    unit_values,
+    variance_components,
+)
+from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
+from gradcomp.lossy.rate_curves import bd_loss, dominance
+from gradcomp.lossy.verdicts import decide, verdicts_table
+
+
+def simulate(rng, W, S, sigma_b, sigma_w, mu=0.0):
+    effects = rng.normal(0.0, sigma_b, W)
+    values = mu + np.repeat(effects, S) + rng.normal(0.0, sigma_w, W * S)
+    return values, np.repeat(np.arange(W), S)
+
+
+@pytest.mark.slow
+def test_two_level_interval_covers_where_the_pooled_one_does_not():
+    """4,000 simulated studies of 6 warm starts x 2 seeds with half the variance between
+    warm starts: the interval over warm starts covers the truth 95% of the time (binomial
+    tolerance), the interval that pools the 12 trajectories as independent covers far less.
+    Planted bugs that fail it: the interval over trajectories (df 11); the warm-start means
+    taken over all trajectories (one unit)."""
+    rng = np.random.default_rng(1)
+    hits = pooled_hits = 0
+    n = 4000
+    for _ in range(n):
+        y, w = simulate(rng, 6, 2, sigma_b=1.0, sigma_w=1.0, mu=0.3)
+        t = nested_test(y, w)
+        hits += t.lo <= 0.3 <= t.hi
+        se = y.std(ddof=1) / np.sqrt(len(y))
+        half = scipy.stats.t.ppf(0.975, len(y) - 1) * se
+        pooled_hits += abs(y.mean() - 0.3) <= half
+        assert t.df == 5 and t.units == 6 and t.design == "warm starts"
+    assert abs(hits / n - 0.95) < 3 * np.sqrt(0.95 * 0.05 / n) + 0.005
+    assert pooled_hits / n < 0.90
+
+
+def test_unit_values_are_warm_start_means_or_the_seeds():
+    y, w = [1.0, 3.0, 10.0, 14.0], [7, 7, 2, 2]
+    units, design = unit_values(y, w)
+    assert design == "warm starts" and sorted(units) == [2.0, 12.0]
+    units, design = unit_values(y, [5, 5, 5, 5])
+    assert design == "seeds" and list(units) == y
+    assert np.isnan(nested_test([1.0, np.nan, 2.0, 3.0], [0, 0, 1, 1]).mean)
+
+
+def test_tost_equals_statsmodels():
+    """TOST p of a one-sample mean within +-margin, against statsmodels' ttost_mean.
+    Planted bugs: the smaller instead of the larger one-sided p; a z instead of t."""
+    from statsmodels.stats.weightstats import DescrStatsW
+
+    rng = np.random.default_rng(3)
+    for n, shift, margin in ((6, 0.0, 0.5), (8, 0.3, 0.4), (12, -0.2, 1.0), (5, 0.9, 0.5)):
+        x = rng.normal(shift, 0.4, n)
+        se = x.std(ddof=1) / np.sqrt(n)
+        expected = DescrStatsW(x).ttost_mean(-margin, margin)[0]
+        assert tost_p(x.mean(), se, n - 1, margin) == pytest.approx(expected, rel=1e-10)
+
+
+def test_min_detectable_has_the_stated_power_by_simulation():
+    """At a true difference of min_detectable, 20,000 simulated studies of df + 1 normal
+    units reject the two-sided t-test at level alpha 80% of the time (binomial tolerance).
+    Planted bugs: a one-sided quantile (power near 0.9); the textbook normal-plus-t sum
+    (power 0.75 at 6 units and level 0.05/7); t_{power} left out (power 0.5)."""
+    rng = np.random.default_rng(11)
+    n_sim = 20000
+    for df, alpha in ((5, 0.05 / 7), (9, 0.05), (19, 0.01)):
+        n, sigma = df + 1, 0.002
+        d = min_detectable(sigma / np.sqrt(n), df, alpha, 0.8)
+        x = rng.normal(d, sigma, size=(n_sim, n))
+        t = x.mean(1) / (x.std(1, ddof=1) / np.sqrt(n))
+        power = (np.abs(t) > scipy.stats.t.ppf(1 - alpha / 2, df)).mean()
+        assert abs(power - 0.8) < 4 * np.sqrt(0.16 / n_sim), (df, alpha, power)
+
+
+def test_variance_components_recover_the_simulated_ones():
+    """200 warm starts x 4 seeds, sigma_b^2 = 4, sigma_w^2 = 1: the ANOVA estimates within
+    a few standard errors. Planted bug: MS_between not divided by S (sigma_b^2 ~ 16)."""
+    rng = np.random.default_rng(5)
+    y, w = simulate(rng, 200, 4, sigma_b=2.0, sigma_w=1.0)
+    between, within = variance_components(y, w)
+    assert between == pytest.approx(4.0, rel=0.25)
+    assert within == pytest.approx(1.0, rel=0.1)
+    assert all(np.isnan(variance_components([1.0, 2.0], [0, 0])))
+
+
+def test_bd_loss_by_hand():
+    """Reference: log bits 0, 1, 2 at loss 3, 2, 1. A test curve 0.1 nats below it on log bits
+    0.5..1.5 gives -0.1; read on the overlap only; one point gives its own difference; no
+    overlap gives NaN. A non-monotone reference is first made monotone (PAV)."""
+    e = np.exp
+    ref_bits, ref_loss = [e(0), e(1), e(2)], [3.0, 2.0, 1.0]
+    assert bd_loss([e(0.5), e(1.5)], [2.4, 1.4], ref_bits, ref_loss) == pytest.approx(-0.1)
+    # overlap [1, 2] of a test curve spanning log bits 1..3 at loss 2.2, 0.2: diff 0.2 on it
+    assert bd_loss([e(1), e(3)], [2.2, 0.2], ref_bits, ref_loss) == pytest.approx(0.2)
+    assert bd_loss([e(1.5)], [1.0], ref_bits, ref_loss) == pytest.approx(1.0 - 1.5)
+    assert np.isnan(bd_loss([e(3)], [0.5], ref_bits, ref_loss))
+    # reference 3, 1, 2 (not monotone): PAV gives 3, 1.5, 1.5; a point at log bits 1.5
+    assert bd_loss([e(1.5)], [1.0], ref_bits, [3.0, 1.0, 2.0]) == pytest.approx(1.0 - 1.5)
+
+
+def test_dominance():
+    ref_b, ref_l = [2.0, 4.0], [0.5, 0.2]
+    assert dominance([1.0], [0.1], ref_b, ref_l) == 1  # fewer bits and lower loss than all
+    assert dominance([5.0], [0.6], ref_b, ref_l) == -1
+    assert dominance([1.0], [0.3], ref_b, ref_l) == 0  # fewer bits, more loss than R4
+    assert dominance([2.0], [0.1], [2.0, 4.0], [0.1, 0.2]) == 0  # ties one point exactly
+
+
+@pytest.mark.parametrize(
+    ("mean", "p", "tost", "expected"),
+    [(-0.01, 0.001, 0.9, "better"), (0.01, 0.001, 0.9, "worse"), (0.0005, 0.001, 0.01,
+     "equivalent"), (0.002, 0.3, 0.2, "undecided"), (np.nan, np.nan, np.nan, "undecided")],
+)  # fmt: skip
+def test_decide(mean, p, tost, expected):
+    assert decide(mean, p, tost, 0.05) == expected
+
+
+def write_trajectories(root, shift, noise, seed=0, W=6, S=2):
+    """One-round tables of W warm starts x S seeds: 'uniform' (R1, R2, R4) and 'test' (R1,
+    R2) whose losses sit ``shift`` nats from uniform's curve at the same bits, plus noise."""
+    rng = np.random.default_rng(seed)
+    paths = []
+    for w in range(W):
+        rows = []
+        for s in range(S):
+            exact = 2.0 + 0.05 * rng.normal()
+            head = {"model": "cnn", "warm_start": w, "seed": s, "round": 1, "start_acc": 0.3,
+                    "start_loss": 2.2, "exact_acc": 0.4, "exact_loss": exact,
+                    "entries": 1000}  # fmt: skip
+            # uniform: loss 0.3 - 0.1 log(bits per entry) above exact
+            for rate, bpe in ((1, 0.5), (2, 1.0), (4, 3.0)):
+                loss = exact + 0.3 - 0.1 * np.log(bpe)
+                rows.append({**head, "compressor": f"uniform/R{rate}_M0",
+                             "bits_coded": bpe * 1000, "bits_fixed": bpe * 1000,
+                             "test_acc": 0.4 - (loss - exact), "test_loss": loss})  # fmt: skip
+            for rate, bpe in ((1, 0.7), (2, 2.0)):
+                loss = exact + 0.3 - 0.1 * np.log(bpe) + shift + noise * rng.normal()
+                rows.append({**head, "compressor": f"test/R{rate}_M0",
+                             "bits_coded": bpe * 1000, "bits_fixed": bpe * 1000,
+                             "test_acc": 0.4 - (loss - exact), "test_loss": loss})  # fmt: skip
+        path = root / f"ws{w}.tsv"
+        write_tsv(path, pd.DataFrame(rows), ONE_ROUND_COLUMNS)
+        paths.append(path)
+    return paths
+
+
+QUESTION = [{"test": "test", "M": 0, "reference": "uniform", "reference_M": 0}]
+
+
+@pytest.mark.parametrize(
+    ("shift", "noise", "expected"),
+    [(-0.02, 0.002, "better"), (0.02, 0.002, "worse"), (0.0, 0.0005, "equivalent"),
+     (0.0, 0.05, "undecided")],
+)  # fmt: skip
+def test_verdicts_find_the_planted_truth(tmp_path, shift, noise, expected):
+    """A test curve planted ``shift`` nats from uniform's at matched bits (log-linear curves,
+    so the BD-loss is the shift): better / worse at +-0.02 with small noise, equivalent
+    within the 0.004 margin at 0 with small noise, undecided at 0 with noise far above the
+    margin. Planted bugs: test and reference swapped (better <-> worse); the verdict from the
+    raw instead of the TOST p; the accuracy difference's sign."""
+    table = verdicts_table(
+        write_trajectories(tmp_path, shift, noise), questions=QUESTION, curves={},
+        margin=0.004,
+    )  # fmt: skip
+    row = table.iloc[0]
+    assert row["verdict"] == expected
+    assert row["units"] == 6 and row["design"] == "warm starts" and row["trajectories"] == 12
+    if expected in ("better", "worse"):
+        assert row["loss_diff_mean"] == pytest.approx(shift, abs=0.003)
+        assert np.sign(row["acc_diff_mean"]) == -np.sign(shift)
+    assert row["min_detectable"] > 0
+
+
+def test_curves_join_entries_into_one_curve(tmp_path):
+    """With 'test' mapped onto curve 'uniform' there is nothing to compare (the question's
+    test curve disappears), so the table is empty; mapped onto its own curve it answers.
+    Planted bug: the curves mapping ignored (compressor names used)."""
+    paths = write_trajectories(tmp_path, -0.02, 0.002)
+    joined = verdicts_table(paths, questions=QUESTION, curves={"test": "uniform"}, margin=0.004)
+    assert joined.empty
+    own = verdicts_table(paths, questions=QUESTION, curves={"test": "test"}, margin=0.004)
+    assert own.iloc[0]["verdict"] == "better"
