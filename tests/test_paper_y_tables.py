@@ -214,3 +214,18 @@ def test_t3_refuses_runs_that_end_at_different_rounds(tmp_path):
     rounds, uplinks = zip(*files, strict=True)
     with pytest.raises(ValueError, match="end at different rounds"):
         t3_table(rounds, uplinks, {}, baseline="uniform")
+
+
+def test_t4_equivalence_verdict(tmp_path):
+    """With a margin of 0.05 nats: 'half' loses exactly what uniform does on every seed
+    (difference 0, no spread), so the TOST rejects and the pair is equivalent, not
+    undecided; 'worse' (+0.2 nats, 3 seeds, raw p 0.074) is neither equivalent nor
+    significant: undecided. Planted bugs: the verdict taken from the raw difference test
+    only ('half' undecided); the TOST against 0 instead of the margin."""
+    t4 = t4_table(write_study(tmp_path), baseline="uniform", margin=0.05)
+    t4 = t4.set_index(["compressor", "rate"])
+    assert t4.loc[("half", 2), "verdict"] == "equivalent"
+    assert t4.loc[("half", 2), "test_loss_vs_uniform_tost_p"] == 0.0
+    assert t4.loc[("worse", 2), "verdict"] == "undecided"
+    assert t4.loc[("worse", 2), "test_loss_vs_uniform_tost_p"] > 0.5
+    assert t4.loc[("uniform", 2), "verdict"] == ""  # the baseline is not paired with itself

@@ -113,7 +113,8 @@ def min_detectable(se: float, df: int, alpha: float, power: float = 0.8) -> floa
 
     def shortfall(delta: float) -> float:
         nct = scipy.stats.nct(df, delta)
-        return float(nct.sf(crit) + nct.cdf(-crit) - power)
+        # the far lower tail underflows to NaN in scipy for large delta: it is 0 there
+        return float(nct.sf(crit) + np.nan_to_num(nct.cdf(-crit)) - power)
 
     upper = crit + scipy.stats.norm.ppf(power) + 1.0
     while shortfall(upper) < 0:
