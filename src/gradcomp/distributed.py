@@ -63,6 +63,7 @@ import torch.distributed as dist
 from torch import nn
 
 from gradcomp.compression.rates import RateBreakdown
+from gradcomp.compression.specs import check_spec
 from gradcomp.lossy.uplink import compressor_factory
 
 __all__ = ["CompressionHookState", "StepBits", "compression_hook", "register_compression_hook"]
@@ -113,6 +114,7 @@ class CompressionHookState:
             raise TypeError(f"model must be a torch.nn.Module, got {type(model)}")
         if not (isinstance(log_every, int) and log_every >= 0):
             raise ValueError(f"log_every must be an integer >= 0, got {log_every!r}")
+        check_spec(spec)  # SpecError naming the key at fault, before any process group work
         if not dist.is_initialized():
             raise RuntimeError("CompressionHookState needs torch.distributed initialised first")
         self.process_group = process_group
