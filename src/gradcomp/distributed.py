@@ -145,9 +145,9 @@ class CompressionHookState:
     def record(self, rate: RateBreakdown, wire_bytes: int, last: bool) -> None:
         """Add one bucket's bits; close the step after the last bucket."""
         cur = self._current
-        cur.rate, cur.wire_bytes, cur.buckets = cur.rate + rate, cur.wire_bytes + wire_bytes, (
-            cur.buckets + 1
-        )
+        cur.rate = cur.rate + rate
+        cur.wire_bytes += wire_bytes
+        cur.buckets += 1
         if not last:
             return
         self.history.append(cur)
