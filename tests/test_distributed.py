@@ -14,6 +14,7 @@ compressor; the test then checks each run against independent references:
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from contextlib import contextmanager
@@ -113,7 +114,13 @@ def worker(rank: int, init_file: str, out_dir: str) -> None:
         timeout=timedelta(seconds=300),
     )  # fmt: skip
     results = {}
+    messages: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logging.getLogger("gradcomp.distributed").addHandler(handler)
+    logging.getLogger("gradcomp.distributed").setLevel(logging.INFO)
     for name, spec in SPECS.items():
+        messages.clear()
         model = tiny_net()
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=BUCKET_CAP_MB.get(name))
         state = register_compression_hook(ddp, spec, seed=SEED) if spec is not None else None
@@ -130,6 +137,7 @@ def worker(rank: int, init_file: str, out_dir: str) -> None:
             "params": {n: p.detach().clone() for n, p in model.named_parameters()},
             "bits": None if state is None else [h.rate.as_dict() for h in state.history],
             "buckets": None if state is None else [h.buckets for h in state.history],
+            "log": list(messages),
         }
     torch.save(results, Path(out_dir) / f"rank{rank}.pt")
     dist.barrier()
@@ -236,8 +244,9 @@ def test_averaged_gradient_is_the_mean_of_the_decoded_ones(runs, name) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", HOOKED)
 def test_bits_counted_equal_the_studys(runs, name) -> None:
-    """(c) The hook's bits per rank and step equal the study's uplink row for the same update.
-    Planted bugs: a bucket's bits dropped or counted twice, the fixed total logged as coded."""
+    """(c) The hook's bits per rank and step, recorded and logged, equal the study's uplink row
+    for the same update. Planted bugs: a bucket's bits dropped or counted twice, the fixed
+    total logged as coded."""
     reference = study_reference(name)
     for rank in range(WORLD):
         bits = runs[rank][name]["bits"]
@@ -247,6 +256,8 @@ def test_bits_counted_equal_the_studys(runs, name) -> None:
             for field in (*RATE_FIELDS, "bits_coded", "bits_fixed"):
                 assert bits[step][field] == row[field], (name, rank, step, field)
             assert bits[step]["n_entries"] == 4916  # every trainable entry, once
+            logged = f"rank {rank} step {step}: {row['bits_coded']} bits coded ({row['bits_fixed']}"
+            assert runs[rank][name]["log"][step].startswith(logged), runs[rank][name]["log"]
 
 
 def test_bad_spec_names_the_key() -> None:

@@ -192,8 +192,11 @@ def compression_hook(
     rate = compressor.rate(payload, ctx)
     decoded = compressor.decompress(payload, ctx)
     _check_decoded(update, decoded)
+    storage = buffer.untyped_storage().data_ptr()
     for name, g in named:
-        g.copy_(decoded[name].detach().to(g.dtype))  # gradients() are views into buffer
+        if g.untyped_storage().data_ptr() != storage:
+            raise RuntimeError(f"DDP's gradient of {name!r} is not a view into its bucket buffer")
+        g.copy_(decoded[name].detach().to(g.dtype))  # written into the bucket buffer
     state.record(rate, buffer.numel() * buffer.element_size(), bucket.is_last())
     buffer.div_(state.world_size)
     return (
