@@ -266,6 +266,8 @@ def test_bad_spec_names_the_key() -> None:
         CompressionHookState({"quantizer": "zip"}, model=tiny_net())
     with pytest.raises(SpecError, match="'rate'"):
         CompressionHookState({"quantizer": "uniform"}, model=tiny_net())
+    with pytest.raises(TypeError, match="seed"):
+        CompressionHookState({"quantizer": "none"}, model=tiny_net(), seed="0")
     with pytest.raises(TypeError, match="model"):
         CompressionHookState({"quantizer": "none"}, model="net")
 

@@ -34,7 +34,9 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
 3. The decoded bucket is divided by the world size and all-reduced (summed) asynchronously,
    as ``allreduce_hook`` does with the raw gradients; the returned future's value is the
    averaged bucket (shape and dtype of ``bucket.buffer()``): the mean over ranks of each
-   rank's decoded gradients.
+   rank's decoded gradients. That all-reduce is the hook's only collective, launched from the
+   hook call (never from a future's callback), so every rank issues the same collectives in
+   the same order.
 
 What is exchanged, and why: the *decoded* float tensors, not the encoded bytes. Decoding is
 done by the sender's own compressor object, which is the only one that can decode every
@@ -114,6 +116,8 @@ class CompressionHookState:
             raise TypeError(f"model must be a torch.nn.Module, got {type(model)}")
         if not (isinstance(log_every, int) and log_every >= 0):
             raise ValueError(f"log_every must be an integer >= 0, got {log_every!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an integer, got {seed!r}")
         check_spec(spec)  # SpecError naming the key at fault, before any process group work
         if not dist.is_initialized():
             raise RuntimeError("CompressionHookState needs torch.distributed initialised first")
