@@ -74,6 +74,18 @@ def test_float8_even_ties_match_the_torch_cast(fmt):
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+def test_float8_saturates_beyond_the_largest_value():
+    """Out of range: E4M3 saturates to +-448 as torch's cast does; E5M2 saturates to +-57344
+    where torch's cast gives inf. Planted bug caught: values beyond range sent as inf."""
+    x = torch.tensor([500.0, -1e4, 448.0, 1e5, -7e4], dtype=torch.float32)
+    e4 = Float8("e4m3")
+    torch.testing.assert_close(e4.decode(e4.encode(x)), x.to(torch.float8_e4m3fn).double())
+    e5 = Float8("e5m2")
+    got = e5.decode(e5.encode(x))
+    assert got.tolist() == [512.0, -10240.0, 448.0, 57344.0, -57344.0]
+    assert torch.isinf(x[3:].to(torch.float8_e5m2).double()).all()
+
+
 @pytest.mark.parametrize("fmt", ["e5m2", "e4m3"])
 def test_float8_upper_ties_are_m22s_digitize(fmt):
     """M22: ``centers[np.digitize(x, midpoints)]`` (ties up, saturation). Planted bug caught:
