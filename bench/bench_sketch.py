@@ -111,10 +111,12 @@ def main() -> None:
     print("||S_e|| / ||S(x)|| at the end (largest); ||sum x - sum D|| / ||sum x|| at the end")
     for rate in (25, 100):
         for ratio in (0.1, 0.25, 0.5):
-            cells = [f"{fb} {end:.3g} ({worst:.3g}); {track:.3g}"
-                     for fb in ("zero", "subtract")
-                     for end, worst, track in [residuals(ratio, fb, args.rounds, rate)]]  # fmt: skip
+            cells = []
+            for fb in ("zero", "subtract"):
+                end, worst, track = residuals(ratio, fb, args.rounds, rate)
+                cells.append(f"{fb} {end:.3g} ({worst:.3g}); {track:.3g}")
             print(f"R{rate} k/c = {ratio}: " + " | ".join(cells))
+
 
 if __name__ == "__main__":
     main()

@@ -130,8 +130,9 @@ def test_config_check_refuses_a_sketch_worse_than_nothing(rate, ratio):
 
 def test_k_is_set_by_columns_not_by_lossy_topk():
     """lossy.topk 0.452 is not inherited: k = ceil(0.25 c) per sketch; topk is refused."""
+    entry = {"name": "sk", "compressor": "count_sketch", "rates": [200]}
     lossy = {"topk": 0.452, "min_entries": 1000, "error_feedback": False, "memory_decay": None,
-             "compressors": [{"name": "sk", "compressor": "count_sketch", "rates": [200]}]}  # fmt: skip
+             "compressors": [entry]}  # fmt: skip
     (variant,) = compressor_variants(lossy)
     c = build_compressor(variant.spec)
     payload, _ = c.compress({"w": probe_vector(20_000).float(), "b": torch.ones(10)})
