@@ -74,6 +74,18 @@ def test_float8_even_ties_match_the_torch_cast(fmt):
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+def test_float8_saturates_beyond_the_largest_value():
+    """Out of range: E4M3 saturates to +-448 as torch's cast does; E5M2 saturates to +-57344
+    where torch's cast gives inf. Planted bug caught: values beyond range sent as inf."""
+    x = torch.tensor([500.0, -1e4, 448.0, 1e5, -7e4], dtype=torch.float32)
+    e4 = Float8("e4m3")
+    torch.testing.assert_close(e4.decode(e4.encode(x)), x.to(torch.float8_e4m3fn).double())
+    e5 = Float8("e5m2")
+    got = e5.decode(e5.encode(x))
+    assert got.tolist() == [512.0, -10240.0, 448.0, 57344.0, -57344.0]
+    assert torch.isinf(x[3:].to(torch.float8_e5m2).double()).all()
+
+
 @pytest.mark.parametrize("fmt", ["e5m2", "e4m3"])
 def test_float8_upper_ties_are_m22s_digitize(fmt):
     """M22: ``centers[np.digitize(x, midpoints)]`` (ties up, saturation). Planted bug caught:
@@ -137,7 +149,11 @@ def test_float8_rates_fixed_and_huffman():
             "memory_mode",
         ),
         ({"compressor": "count_sketch", "rate": 10, "rows": 0}, "rows"),
-        ({"compressor": "count_sketch", "rate": 10, "topk": 1.5}, "topk"),
+        ({"compressor": "count_sketch", "rate": 100, "topk": 0.5}, "topk"),
+        ({"compressor": "count_sketch", "rate": 100, "sketch_k_ratio": 0}, "sketch_k_ratio"),
+        ({"compressor": "count_sketch", "rate": 100, "sketch_feedback": "add"}, "sketch_feedback"),
+        ({"compressor": "count_sketch", "rate": 100, "sketch_hash": "crc"}, "sketch_hash"),
+        ({"compressor": "count_sketch", "rate": 100, "sketch_topk": 1.5}, "sketch_topk"),
         ({"compressor": "count_sketch", "rate": 10, "sketch_scope": "layer"}, "sketch_scope"),
         ({"compressor": "count_sketch", "rate": 10, "bucket_size": 4}, "bucket_size"),
         ({"compressor": "powersgd", "rate": 2, "rows": 4}, "rows"),
@@ -163,16 +179,19 @@ def test_new_kinds_are_registered_with_their_defaults():
         m22["memory_decay"] == 0.3
         and check_spec({"quantizer": "kmeans", "rate": 2})["memory_decay"] == 1.0
     )
-    cs = check_spec({"compressor": "count_sketch", "rate": 10})
-    assert (cs["rows"], cs["topk"], cs["min_entries"], cs["sketch_scope"]) == (
+    cs = check_spec({"compressor": "count_sketch", "rate": 100})
+    assert (cs["rows"], cs["sketch_k_ratio"], cs["min_entries"], cs["sketch_scope"]) == (
         5,
-        0.452,
+        0.25,
         1000,
         "update",
     )
+    assert (cs["sketch_feedback"], cs["sketch_hash"], cs["sketch_topk"], cs["topk"]) == (
+        "zero", "random", None, None,
+    )  # fmt: skip
     lossy = {"topk": 0.1, "error_feedback": False, "min_entries": 1000, "memory_decay": None}
     lossy["compressors"] = [
-        {"name": "sk", "compressor": "count_sketch", "rates": [5, 10], "rows": 3},
+        {"name": "sk", "compressor": "count_sketch", "rates": [100, 200], "rows": 3},
         {"name": "fp", "quantizer": "float8", "float8_ties": "upper", "sparsifier": "none"},
         {
             "name": "km",
@@ -183,8 +202,8 @@ def test_new_kinds_are_registered_with_their_defaults():
         },
     ]
     variants = {(v.name, v.rate): v.spec for v in compressor_variants(lossy)}
-    sk = build_compressor(variants[("sk", 10)])
-    assert (sk.rows, sk.percent, sk.topk) == (3, 10, 0.1)  # topk from the lossy section
+    sk = build_compressor(variants[("sk", 200)])
+    assert (sk.rows, sk.percent, sk.k_ratio, sk.topk) == (3, 200, 0.25, None)  # no lossy.topk
     assert build_compressor(variants[("fp", 8)]).quantize.quantizer.ties == "upper"
     km = build_compressor(variants[("km", 2)])
     assert (km.memory.mode, km.memory.decay) == ("m22", 0.3)
@@ -288,7 +307,7 @@ def test_k_sparse_vector_is_recovered_exactly():
     h = SketchHash(d, 5, 4000, seed=2)
     got = h.unsketch(h.sketch(torch.tensor(x)), k)
     np.testing.assert_array_equal(got.numpy(), x)
-    c = CountSketch(100, rows=5, topk=k / d, min_entries=10, seed=3)
+    c = CountSketch(100, rows=5, k_ratio=k / 4000, min_entries=10, seed=3)
     upd = {"w": torch.tensor(x, dtype=torch.float32).reshape(200, 100), "b": torch.ones(10)}
     payload, ctx = c.compress(upd)
     out = c.decompress(payload, ctx)
@@ -328,7 +347,9 @@ def test_error_feedback_lives_in_the_sketch_domain():
     """FetchSGD's invariant (decay 1): what was unsketched plus the sketch-domain error equals
     the sketch of everything sent, ``S(sum D_t) + S_e = sum S(x_t)``, each side computed here
     from the hash. Planted bug caught: S_e not reduced by S(D) (it would exceed the sum)."""
-    c = CountSketch(20, rows=3, topk=0.02, min_entries=10, error_feedback=True, seed=1)
+    c = CountSketch(
+        20, rows=3, k_ratio=0.3, min_entries=10, error_feedback=True, feedback="subtract", seed=1
+    )
     rng = np.random.default_rng(2)
     xs = [torch.tensor(rng.standard_t(2, 3000), dtype=torch.float32) for _ in range(3)]
     sent_sum = torch.zeros(3000, dtype=torch.float64)
@@ -346,12 +367,12 @@ def test_count_sketch_rate_and_scopes():
     """32 bits per cell + a 32-bit seed, raw small tensors; per-tensor scope: one sketch each
     with c = ceil(R d / (100 r)) (M22: R = 100, r = 5)."""
     upd = {"a": torch.randn(40, 50), "b": torch.randn(3000), "bias": torch.randn(20)}
-    whole = CountSketch(10, rows=5, topk=0.1, min_entries=100)
+    whole = CountSketch(10, rows=5, k_ratio=0.5, min_entries=100)
     rate = whole.rate(*whole.compress(upd))
     cells = 5 * math.ceil(10 * 5000 / 500)
     assert rate.payload_fixed_bits == rate.payload_huffman_bits == 32 * cells
     assert rate.side_bits == 32 and rate.raw_bits == 32 * 20 and rate.n_entries == 5020
-    per = CountSketch(100, rows=5, topk=0.1, min_entries=100, scope="tensor")
+    per = CountSketch(100, rows=5, k_ratio=0.5, min_entries=100, scope="tensor")
     payload, ctx = per.compress(upd)
     assert [s.table.shape for s in payload["sketches"]] == [(5, 400), (5, 600)]
     out = per.decompress(payload, ctx)

@@ -1,100 +1,121 @@
-"""Count sketch (Charikar et al. 2002) of a whole update, unsketched by the server: FetchSGD.
+"""``count_sketch``: a count sketch of the update, unsketched to its k largest estimates.
 
-The sketch of a vector x (d,) is a table S (r rows, c columns): row j adds ``s_j(i) x_i`` to
-column ``h_j(i)``, with bucket hashes ``h_j`` into 0..c-1 and sign hashes ``s_j`` in {-1, +1}
-drawn from a seed both ends know (:class:`SketchHash`; fully random tables from a seeded
-generator, which satisfy the pairwise independence the bounds need). It is linear:
-``S(a) + S(b) = S(a + b)``. The estimate of ``x_i`` is the median over rows of
-``s_j(i) S[j, h_j(i)]``; with ``c >= 3 / eps^2`` columns and ``r = O(log 1/delta)`` rows,
-``|est_i - x_i| <= eps ||x||_2`` with probability at least ``1 - delta``. The server's
-*unsketch* keeps the k entries of largest estimated magnitude at their estimates.
+The sketch and its hashes are :mod:`~gradcomp.compression.sketch_hash` (``r`` rows, ``c``
+columns; with ``c >= 3 / eps^2`` and ``r = O(log 1/delta)`` an estimate is within
+``eps ||x||_2`` of the entry with probability ``1 - delta``). The receiver's *unsketch* keeps
+the k entries of largest estimated magnitude at their estimates.
 
-:class:`CountSketch` (kind ``count_sketch``, beside PowerSGD) follows FetchSGD (Rothchild et
-al. 2020, Algorithm 1): one sketch of the whole update (``scope="update"``; the tensors with
-more than ``min_entries`` entries, flattened and concatenated in the update's order, the
-others sent raw at 32 bits), unsketched to the top k, with error accumulation in the sketch
-domain when ``error_feedback``: ``S_e <- decay S_e + S(x)``, send ``S_e``; both ends unsketch
-``D = TopK(U(S_e))``; ``S_e <- S_e - S(D)``. FetchSGD keeps ``S_e`` (and a momentum sketch)
-at the server for the sum of all clients' sketches; here each user has its own ``S_e`` and
-no momentum (the federated loop aggregates decompressed updates; local Adam carries the
-momentum). The user keeps ``S_e`` and sends it (same bits as sending ``S(x)`` to a server
-that adds its copy of ``S_e``); decompressing is then stateless. ``scope="tensor"`` sketches
-each tensor on its own, as M22 (the follow-up's ``main.py``: ``CSVec`` with r = 5 rows and
-``c = floor(d / 5)`` columns per tensor, k = the tensor's kept entries, no error feedback).
+Size. ``rate`` R is the sketch's size in cells per 100 sketched entries: ``c = ceil(R d /
+(100 r))`` columns per sketch of d entries (M22's per-tensor size is R = 100, float32 cells:
+as many bits as the dense tensor). The entries recovered are set by what the sketch can
+hold, not by a top-K fraction: ``k = ceil(sketch_k_ratio c)`` (capped at d; FetchSGD fixes k
+and sizes c for it, the ratio says the same per sketch). Each recovered entry's estimate
+carries noise of about ``||x_tail|| / sqrt(c)``, so k close to c adds more error than the
+entries recover: on a Laplace test vector (``bench/bench_sketch.py``), k = 0.452 d (the
+``topk`` an earlier version inherited) gave paper.yaml's R = 10 / 25 / 100 sketches 3.59 /
+2.23 / 1.05 times the error of sending nothing, and M22's k (the non-zeros after its 60%
+top-K, about 3 c) 1.00-1.29 times on the cnn's tensors.
+:func:`sketch_relative_error` measures ``||U(S(x)) - x|| / ||x||`` on a GenNorm test vector
+(:func:`probe_vector`, the law of paper L's gradients at its upper shape 1, i.e. Laplace), and
+the config check refuses a spec above 1 (sending nothing) at :data:`CHECK_ENTRIES` entries;
+the compressor logs a warning when a sketch of its actual size (at most
+:data:`WARN_ENTRIES`) measures above 1.
 
-Size: ``rate`` R is the sketch's size in cells per 100 sketched entries: ``c = ceil(R d /
-(100 r))`` columns per sketch of d entries (M22's per-tensor size is R = 100). k is
-``ceil(topk d)`` per sketch. Rate parts: ``payload_fixed_bits = payload_huffman_bits =
-32 r c`` per sketch (float32 cells, nothing entropy coded), ``side_bits`` 32 for the seed (once
-per update), ``raw_bits`` 32 per raw entry; ``n_sent`` counts the cells and raw numbers.
+Scope. ``sketch_scope="update"`` (FetchSGD): one sketch of the tensors with more than
+``min_entries`` entries, flattened and concatenated in the update's order; ``"tensor"``
+(M22): one sketch per such tensor. The others are sent raw at 32 bits.
+``sketch_topk`` (a fraction; None: off): sketch the update after a global top-K of that
+fraction of all its entries, as M22 does (then k is also capped at the sketch's non-zeros).
+
+Error feedback (``error_feedback``): sketch-domain error accumulation per user,
+``S_e <- decay S_e + S(x)``, send ``S_e``, both ends unsketch ``D = TopK(U(S_e))``, then
+(``sketch_feedback``)
+
+- ``"zero"`` (default; FetchSGD's reference code): the cells of ``S_e`` that the recovered
+  entries hash to are set to 0. ``S_e`` never exceeds what was accumulated since its cells
+  were last cleared, so it cannot diverge;
+- ``"subtract"`` (FetchSGD's Algorithm 1): ``S_e <- S_e - S(D)``. Exact when every estimate
+  is; once k/c is large the estimates' noise is fed back and grows round over round
+  (``bench/bench_sketch.py``: the residual grows without bound at k/c = 0.5).
+
+Each user has its own hashes and error sketch and there is no momentum: the federated loop
+aggregates decompressed updates. FetchSGD's protocol (one hash for all users, sketches summed
+at the server, momentum and error in the sketch domain there) is
+:class:`~gradcomp.compression.fetchsgd.FetchSGDServer`.
+
+Rate parts: ``payload_fixed_bits = payload_huffman_bits = 32 r c`` per sketch (float32 cells),
+``side_bits`` 32 for the seed (once per update; none for ``m22_slip`` hashes, whose seed is
+fixed), ``raw_bits`` 32 per raw entry; ``n_sent`` counts the cells and raw numbers.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
+from gradcomp.compression.sketch_hash import HASH_KINDS, SketchHash, cached_hash
+from gradcomp.compression.sparsifiers import TopK
 
-__all__ = ["SKETCH_SCOPES", "CountSketch", "SketchHash"]
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "CHECK_ENTRIES",
+    "SKETCH_FEEDBACKS",
+    "SKETCH_SCOPES",
+    "CountSketch",
+    "SketchHash",
+    "sketch_relative_error",
+    "probe_vector",
+]
 
 SKETCH_SCOPES = ("update", "tensor")
+SKETCH_FEEDBACKS = ("zero", "subtract")
 SEED_BITS = 32
+#: Entries of the test vector the config check measures a sketch on.
+CHECK_ENTRIES = 30_000
+#: Most entries of the test vector behind the compressor's warning (memory of its hash).
+WARN_ENTRIES = 1_000_000
+#: GenNorm shape of the test vector (1: Laplace, the light end of paper L's 0.6-1.0 fits).
+TEST_SHAPE = 1.0
 
 
-class SketchHash:
-    """The hashes of a count sketch of d entries into ``rows`` x ``columns`` cells.
-
-    ``buckets`` int64 (rows, d) in 0..columns-1 and ``signs`` float64 (rows, d) in {-1, +1},
-    drawn from a CPU ``torch.Generator`` seeded with ``seed``: the receiver rebuilds them.
-    """
-
-    def __init__(self, d: int, rows: int, columns: int, seed: int = 0):
-        if d < 1 or rows < 1 or columns < 1:
-            raise ValueError(f"need d, rows and columns >= 1, got {d}, {rows}, {columns}")
-        self.d, self.rows, self.columns = int(d), int(rows), int(columns)
-        g = torch.Generator().manual_seed(int(seed))
-        self.buckets = torch.randint(0, columns, (rows, d), generator=g)
-        self.signs = torch.randint(0, 2, (rows, d), generator=g).to(torch.float64) * 2 - 1
-        self._flat = self.buckets + columns * torch.arange(rows)[:, None]
-
-    def sketch(self, x: torch.Tensor) -> torch.Tensor:
-        """Table (rows, columns) float64 of ``x`` (d,): ``S[j, h_j(i)] += s_j(i) x_i``."""
-        x = x.to(torch.float64).reshape(-1).cpu()
-        if x.numel() != self.d:
-            raise ValueError(f"sketch of {self.d} entries got {x.numel()}")
-        table = torch.zeros(self.rows * self.columns, dtype=torch.float64)
-        table.index_add_(0, self._flat.reshape(-1), (self.signs * x).reshape(-1))
-        return table.reshape(self.rows, self.columns)
-
-    def estimate(self, table: torch.Tensor) -> torch.Tensor:
-        """Median over rows of ``s_j(i) S[j, h_j(i)]`` (d,) float64 (mean of the two middle
-        rows when ``rows`` is even)."""
-        t = table.to(torch.float64).cpu().reshape(-1)
-        per_row = self.signs * t[self._flat]
-        ordered = per_row.sort(dim=0).values
-        mid = self.rows // 2
-        return ordered[mid] if self.rows % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
-
-    def unsketch(self, table: torch.Tensor, k: int) -> torch.Tensor:
-        """The k entries of largest estimated magnitude at their estimates, zeros elsewhere."""
-        est = self.estimate(table)
-        out = torch.zeros_like(est)
-        k = min(int(k), self.d)
-        if k > 0:
-            top = est.abs().topk(k).indices
-            out[top] = est[top]
-        return out
+def probe_vector(d: int, seed: int = 0, shape: float = TEST_SHAPE) -> torch.Tensor:
+    """(d,) float64 i.i.d. GenNorm(``shape``), unit scale: ``sign * G^(1/shape)`` with G ~
+    Gamma(1/shape)."""
+    rng = np.random.default_rng(seed)
+    mag = rng.gamma(1.0 / shape, size=d) ** (1.0 / shape)
+    return torch.from_numpy(np.where(rng.random(d) < 0.5, -mag, mag))
 
 
-@lru_cache(maxsize=32)
-def _hash(d: int, rows: int, columns: int, seed: int) -> SketchHash:
-    return SketchHash(d, rows, columns, seed)
+@lru_cache(maxsize=64)
+def sketch_relative_error(
+    d: int,
+    rate: int,
+    rows: int,
+    k_ratio: float,
+    hash_kind: str = "random",
+    topk: float | None = None,
+    seed: int = 0,
+) -> float:
+    """``||U(S(x')) - x|| / ||x||`` for the :func:`probe_vector` x of d entries (x' = its top
+    ``topk`` fraction, or x), sketched into ``rows`` x ``ceil(rate d / (100 rows))`` cells
+    and unsketched to ``k = ceil(k_ratio c)`` entries. Sending nothing scores 1."""
+    x = probe_vector(d, seed)
+    sketched = x
+    if topk is not None:
+        sketched = x * TopK(topk).select({"x": x})["x"]
+    c = max(1, math.ceil(rate * d / (100 * rows)))
+    h = SketchHash(d, rows, c, seed + 1, hash_kind)
+    k = min(math.ceil(k_ratio * c), int((sketched != 0).sum()))
+    return float((h.unsketch(h.sketch(sketched), k) - x).norm() / x.norm())
 
 
 @dataclass
@@ -123,9 +144,12 @@ class CountSketch:
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them
     options: ClassVar[dict[str, object]] = {
         "rows": 5,
-        "topk": 0.452,
+        "sketch_k_ratio": 0.25,
         "min_entries": 1000,
         "sketch_scope": "update",
+        "sketch_feedback": "zero",
+        "sketch_hash": "random",
+        "sketch_topk": None,
     }
     max_rate = 10_000
 
@@ -134,21 +158,36 @@ class CountSketch:
         rate: int,
         *,
         rows: int = 5,
-        topk: float = 0.452,
+        k_ratio: float = 0.25,
         min_entries: int = 1000,
         scope: str = "update",
+        feedback: str = "zero",
+        hash_kind: str = "random",
+        topk: float | None = None,
         error_feedback: bool = False,
         memory_decay: float = 1.0,
         seed: int = 0,
     ):
-        if rate < 1 or rows < 1 or not 0 < topk <= 1 or min_entries < 0:
-            raise ValueError(f"bad count sketch: rate {rate}, rows {rows}, topk {topk}")
-        if scope not in SKETCH_SCOPES:
-            raise ValueError(f"sketch_scope must be one of {SKETCH_SCOPES}, got {scope!r}")
-        self.percent, self.rows, self.topk = int(rate), int(rows), float(topk)
-        self.min_entries, self.scope = int(min_entries), scope
+        if rate < 1 or rows < 1 or not k_ratio > 0 or min_entries < 0:
+            raise ValueError(
+                f"bad count sketch: rate {rate}, rows {rows}, sketch_k_ratio {k_ratio}, "
+                f"min_entries {min_entries}"
+            )
+        for key, value, allowed in (
+            ("sketch_scope", scope, SKETCH_SCOPES),
+            ("sketch_feedback", feedback, SKETCH_FEEDBACKS),
+            ("sketch_hash", hash_kind, HASH_KINDS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{key} must be one of {allowed}, got {value!r}")
+        if topk is not None and not 0 < topk <= 1:
+            raise ValueError(f"sketch_topk must be a fraction in (0, 1] or None, got {topk!r}")
+        self.percent, self.rows, self.k_ratio = int(rate), int(rows), float(k_ratio)
+        self.min_entries, self.scope, self.feedback = int(min_entries), scope, feedback
+        self.hash_kind, self.topk = hash_kind, topk
         self.error_feedback, self.decay, self.seed = bool(error_feedback), memory_decay, seed
         self.errors: dict[tuple[str, ...], torch.Tensor] = {}  # S_e per sketch
+        self._warned: set[int] = set()
 
     @classmethod
     def check_option(cls, key: str, value: object) -> str | None:
@@ -156,22 +195,62 @@ class CountSketch:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if key == "rows" and not (number and value == int(value) and value >= 1):
             return f"must be an integer >= 1 (sketch rows), got {value!r}"
-        if key == "topk" and not (number and 0 < value <= 1):
-            return f"must be a fraction in (0, 1] (entries unsketched), got {value!r}"
+        if key == "sketch_k_ratio" and not (number and 0 < value <= 10):
+            return f"must be a number in (0, 10] (entries recovered per column), got {value!r}"
         if key == "min_entries" and not (number and value == int(value) and value >= 0):
             return f"must be an integer >= 0, got {value!r}"
-        if key == "sketch_scope" and value not in SKETCH_SCOPES:
-            return f"must be one of {SKETCH_SCOPES}, got {value!r}"
+        allowed = {
+            "sketch_scope": SKETCH_SCOPES,
+            "sketch_feedback": SKETCH_FEEDBACKS,
+            "sketch_hash": HASH_KINDS,
+        }.get(key)
+        if allowed is not None and value not in allowed:
+            return f"must be one of {allowed}, got {value!r}"
+        if key == "sketch_topk" and value is not None and not (number and 0 < value <= 1):
+            return f"must be a fraction in (0, 1] or null (no top-K), got {value!r}"
         return None
+
+    @classmethod
+    def check_together(cls, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(key, why) when the checked spec's sketch is worse than sending nothing on the
+        :data:`CHECK_ENTRIES`-entry test vector (:func:`sketch_relative_error`), else None."""
+        args = (
+            spec["rate"],
+            int(spec["rows"]),
+            float(spec["sketch_k_ratio"]),
+            spec["sketch_hash"],
+            spec["sketch_topk"],
+        )
+        error = sketch_relative_error(CHECK_ENTRIES, *args)
+        if error <= 1.0:
+            return None
+        c = math.ceil(spec["rate"] * CHECK_ENTRIES / (100 * int(spec["rows"])))
+        best = min(sketch_relative_error(CHECK_ENTRIES, args[0], args[1], r, *args[3:])
+                   for r in (0.01, 0.05, 0.25))  # fmt: skip
+        hint = (
+            "a smaller sketch_k_ratio"
+            if best <= 1.0
+            else "a larger rate (no sketch_k_ratio in 0.01-0.25 beats sending nothing at "
+            f"this rate: best {best:.3f})"
+        )
+        return (
+            "sketch_k_ratio",
+            f"a {args[1]} x {c} sketch of a {CHECK_ENTRIES}-entry Laplace test vector "
+            f"unsketched to k = {math.ceil(args[2] * c)} entries (sketch_k_ratio {args[2]}) "
+            f"has relative error {error:.3f}, worse than sending nothing (1.0); use {hint}",
+        )
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> CountSketch:
         return cls(
             spec["rate"],
             rows=int(spec["rows"]),
-            topk=float(spec["topk"]),
+            k_ratio=float(spec["sketch_k_ratio"]),
             min_entries=int(spec["min_entries"]),
             scope=spec["sketch_scope"],
+            feedback=spec["sketch_feedback"],
+            hash_kind=spec["sketch_hash"],
+            topk=spec["sketch_topk"],
             error_feedback=spec["error_feedback"],
             memory_decay=spec["memory_decay"],
             seed=spec["seed"],
@@ -181,15 +260,37 @@ class CountSketch:
         """Columns of a sketch of d entries: ``ceil(rate d / (100 rows))``."""
         return max(1, math.ceil(self.percent * d / (100 * self.rows)))
 
+    def k_of(self, d: int) -> int:
+        """Entries recovered from a sketch of d entries: ``ceil(sketch_k_ratio c)``, <= d."""
+        return min(d, math.ceil(self.k_ratio * self.columns(d)))
+
     def seed_of(self, index: int) -> int:
         """The hash seed of the ``index``-th sketch of an update (both ends derive it)."""
         return self.seed * 1_000_003 + index
+
+    def hash_of(self, d: int, index: int) -> SketchHash:
+        return cached_hash(d, self.rows, self.columns(d), self.seed_of(index), self.hash_kind)
 
     def _groups(self, update: Mapping[str, torch.Tensor]) -> list[tuple[str, ...]]:
         big = [n for n, t in update.items() if t.numel() > self.min_entries]
         if self.scope == "tensor":
             return [(n,) for n in big]
         return [tuple(big)] if big else []
+
+    def _check_size(self, d: int) -> None:
+        if d in self._warned:
+            return
+        self._warned.add(d)
+        probe = min(d, WARN_ENTRIES)  # the error hardly depends on d at a given rate and ratio
+        error = sketch_relative_error(
+            probe, self.percent, self.rows, self.k_ratio, self.hash_kind, self.topk
+        )
+        if error > 1.0:
+            log.warning(
+                "count sketch of %d entries (%d x %d, k %d): relative error %.3f on the test "
+                "vector, worse than sending nothing",
+                d, self.rows, self.columns(d), self.k_of(d), error,
+            )  # fmt: skip
 
     def compress(self, update: Mapping[str, torch.Tensor]):
         ctx = {n: (tuple(t.shape), t.dtype, t.device) for n, t in update.items()}
@@ -198,26 +299,38 @@ class CountSketch:
         raw = {
             n: t.detach().to(torch.float32).clone() for n, t in update.items() if n not in grouped
         }
+        kept = TopK(self.topk).select(update) if self.topk is not None else None
         sketches = []
         for index, names in enumerate(groups):
-            x = torch.cat([update[n].detach().reshape(-1).to("cpu", torch.float64) for n in names])
-            h = _hash(x.numel(), self.rows, self.columns(x.numel()), self.seed_of(index))
-            k = math.ceil(self.topk * x.numel())
+            parts = [update[n].detach() * kept[n] if kept else update[n].detach() for n in names]
+            x = torch.cat([p.reshape(-1).to("cpu", torch.float64) for p in parts])
+            self._check_size(x.numel())
+            h = self.hash_of(x.numel(), index)
+            k = self.k_of(x.numel())
+            if kept is not None:
+                k = min(k, int((x != 0).sum()))
             table = h.sketch(x)
             if self.error_feedback:
                 if names in self.errors:
                     table = table + self.decay * self.errors[names]
                 table = table.to(torch.float32).to(torch.float64)  # what is sent
-                self.errors[names] = table - h.sketch(h.unsketch(table, k))
+                self.errors[names] = self._feed_back(h, table, h.unsketch(table, k))
             sketches.append(
                 Sketched(table.to(torch.float32), names, x.numel(), self.seed_of(index), k)
             )
         return {"sketches": sketches, "raw": raw}, ctx
 
+    def _feed_back(self, h: SketchHash, table: torch.Tensor, sent: torch.Tensor) -> torch.Tensor:
+        """The error sketch after ``sent`` (d,) was unsketched from ``table`` (module doc)."""
+        if self.feedback == "subtract":
+            return table - h.sketch(sent)
+        return table.masked_fill(h.cells_of(sent.nonzero().squeeze(1)), 0.0)
+
     def decompress(self, payload, ctx) -> dict[str, torch.Tensor]:
         out = {n: t.to(ctx[n][2], ctx[n][1]) for n, t in payload["raw"].items()}
         for s in payload["sketches"]:
-            flat, start = _hash(s.d, *s.table.shape, s.seed).unsketch(s.table, s.k), 0
+            h = cached_hash(s.d, *s.table.shape, s.seed, self.hash_kind)
+            flat, start = h.unsketch(s.table, s.k), 0
             for n in s.names:
                 shape, dtype, device = ctx[n]
                 size = math.prod(shape)
@@ -239,6 +352,6 @@ class CountSketch:
             out += RateBreakdown(
                 raw_bits=FLOAT_BITS * t.numel(), n_entries=t.numel(), n_sent=t.numel()
             )
-        if payload["sketches"]:
+        if payload["sketches"] and self.hash_kind != "m22_slip":
             out += RateBreakdown(side_bits=SEED_BITS)
         return out

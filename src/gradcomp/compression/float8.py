@@ -18,8 +18,10 @@ Rounding (``ties``) of a value to the nearest grid value:
 - ``"upper"``: M22's ``np.digitize`` on the midpoints (the follow-up's
   ``fp8_152_bin_edges``): a halfway value goes to the upper (larger) grid value.
 
-Beyond the largest grid value, values saturate to it (a cast would give inf or NaN; an
-uplink cannot send those); NaN is refused with ``ValueError``. M22's float8 conversion is
+Beyond the largest grid value, values saturate to it, for both formats (torch's cast to
+``float8_e5m2`` gives inf there, which an uplink cannot send; its cast to ``float8_e4m3fn``,
+a format without inf, saturates to +-448 in torch 2.14, the same as here); NaN is refused
+with ``ValueError``. M22's float8 conversion is
 ``format="e5m2", scaling="none", ties="upper"``.
 
 Rate parts: fixed payload 8 bits per value; coded payload the Huffman bitstream of the 8-bit

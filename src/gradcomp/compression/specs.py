@@ -44,8 +44,12 @@ Spec keys (``None`` means absent):
   ``memory_decay`` to 0.3); quantizer kinds only.
 - A kind's own options (its class's ``options``: key -> default, checked by its
   ``check_option``): float8 ``float8_format`` / ``float8_scaling`` / ``float8_ties``, qsgd
-  ``bucket_size``, count_sketch ``rows`` / ``topk`` / ``min_entries`` / ``sketch_scope``;
-  other kinds refuse them.
+  ``bucket_size``, count_sketch ``rows`` / ``sketch_k_ratio`` / ``min_entries`` /
+  ``sketch_scope`` / ``sketch_feedback`` / ``sketch_hash`` / ``sketch_topk``
+  (:mod:`~gradcomp.compression.count_sketch`; a count sketch takes no ``topk``: k is set by
+  its columns, and a sketch worse than sending nothing on a test vector is refused); other
+  kinds refuse them. A kind may check its options together (class method
+  ``check_together(spec) -> (key, why) | None``).
 - ``states``: trellis states of a ``tcq`` quantizer, a power of 2 in 4..256 (default 8;
   refused elsewhere). ``tcq`` takes a ``family`` like ``lloyd`` and a rate in 1..8.
 - ``name``: a label (lowercase letters and digits in a config entry).
@@ -97,6 +101,10 @@ OPTION_KEYS = (
     "bucket_size",
     "rows",
     "sketch_scope",
+    "sketch_k_ratio",
+    "sketch_feedback",
+    "sketch_hash",
+    "sketch_topk",
 )
 SPEC_KEYS = (
     "name", "quantizer", "family", "lloyd_fit", "rate", "M", "sparsifier", "topk",
@@ -287,7 +295,12 @@ def _check_update_kind(s: Mapping[str, Any]) -> dict[str, Any]:
         raise SpecError("rate", f"{kind} needs an integer rate in 1..{cls.max_rate}, got {rate!r}")
     common = {k: v for k, v in _check_common(s).items() if k in cls.spec_keys}
     common.update(_check_options(s, kind, cls))
-    return _full_spec(common, name=str(s.get("name", kind)), compressor=kind, rate=int(rate))
+    spec = _full_spec(common, name=str(s.get("name", kind)), compressor=kind, rate=int(rate))
+    together = getattr(cls, "check_together", None)
+    problem = together(spec) if together is not None else None
+    if problem is not None:
+        raise SpecError(*problem)
+    return spec
 
 
 def _check_class(s: Mapping[str, Any]) -> dict[str, Any]:
