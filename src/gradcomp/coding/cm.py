@@ -55,10 +55,10 @@ from gradcomp.quantization.grids import GridQuantizer
 __all__ = ["CMCoder", "CMState", "decode_message", "encode_message", "kernel_width"]
 
 DEPTH = 7  # bits of a magnitude index
-N_MAG, N_SIGN = 6, 6  # models per decision kind
-N_IN = 7  # mixer inputs: the models' stretched probabilities and a bias
-MAG_SIZES = (1, 128, 1024, 1024, 1024, 1024)  # contexts per magnitude model
-SIGN_SIZES = (96, 288, 81, 288, 81, 32)  # contexts per sign model
+N_MAG, N_SIGN = 8, 7  # models per decision kind
+N_IN = 9  # mixer inputs: the models' stretched probabilities and a bias
+MAG_SIZES = (1, 128, 1024, 1024, 1024, 1024, 1024, 16384)  # contexts per magnitude model
+SIGN_SIZES = (96, 288, 81, 288, 81, 32, 288)  # contexts per sign model
 MIX_SETS = DEPTH * 32 + 32  # magnitude: depth x q_a; sign: own class
 APM_CTX = 128 * 32 + 96
 MIX_LR = 14  # mixer learning rate (error multiplier)
@@ -180,6 +180,8 @@ def _code(sym, rows, cols, kw, mag_of, neg_of, signed_of, ctr, weights, apm,
             if ql > 31:
                 ql = 31
             cx1 = ma if ma < 128 else 127
+            cx2 = mb if mb < 128 else 127
+            tap = c % kk if kk < 32 else 31
             m = 0 if dec else mag_of[sym[i]]
             node = 1
             for depth in range(DEPTH):
@@ -189,6 +191,8 @@ def _code(sym, rows, cols, kw, mag_of, neg_of, signed_of, ctr, weights, apm,
                 idx[3] = mbase[3] + (qa * 32 + qu) * 128 + node
                 idx[4] = mbase[4] + (qh * 32 + qo) * 128 + node
                 idx[5] = mbase[5] + (ql * 32 + qa) * 128 + node
+                idx[6] = mbase[6] + (tap * 32 + qa) * 128 + node
+                idx[7] = mbase[7] + (cx1 * 128 + cx2) * 128 + node
                 bit = (m >> (DEPTH - 1 - depth)) & 1
                 bit = _mix_code(bit, idx, x, N_MAG, depth * 32 + qa, node * 32 + qa, ctr,
                                 weights, apm, sq, st, rates, rc, buf, dec)  # fmt: skip
@@ -209,6 +213,7 @@ def _code(sym, rows, cols, kw, mag_of, neg_of, signed_of, ctr, weights, apm,
                 idx[3] = sbase[3] + (so * 3 + sa) * 32 + q
                 idx[4] = sbase[4] + ((sa * 3 + su) * 3 + sh) * 3 + so
                 idx[5] = sbase[5] + q
+                idx[6] = sbase[6] + (sa * 3 + su) * 32 + tap
                 neg = 0 if dec else neg_of[sym[i]]
                 neg = _mix_code(neg, idx, x, N_SIGN, DEPTH * 32 + q, 128 * 32 + sa * 32 + q,
                                 ctr, weights, apm, sq, st, rates, rc, buf, dec)  # fmt: skip
