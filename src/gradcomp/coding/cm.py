@@ -16,14 +16,17 @@ from the header's ``cols`` (:func:`kernel_width`), so costs nothing. ``q(m)`` is
 exponent class (0 for zero, else ``1 + m // 4``, at most 31), ``s`` a sign state (0 zero,
 1 +, 2 -), ``lev`` the row's running level (an average of ``16 m`` over about 4 entries).
 
+``tap`` is the entry's kernel tap, ``c mod kw^2`` (at most 31).
+
 Magnitude models (each a table of counters indexed by its context and the tree node):
-``()``, ``(m_a)``, ``(q_a, q_b)``, ``(q_a, q_u)``, ``(q_h, q_o)``, ``(lev / 64, q_a)``.
-Sign models (indexed by context only): ``(s_a, q)``, ``(s_a, s_u, q)``,
-``(s_a, s_u, s_h, s_b)``, ``(s_o, s_a, q)``, ``(s_a, s_u, s_h, s_o)``, ``(q)``; ``q`` the
-entry's own class. The mixer's weights are chosen by (tree depth, q_a) for the magnitude
-bits and by the entry's own class for the sign; a final adaptive probability map (APM,
-33 interpolated buckets per context: the tree node and q_a, or the sign's first context)
-refines the mix and is averaged with it.
+``()``, ``(m_a)``, ``(q_a, q_b)``, ``(q_a, q_u)``, ``(q_h, q_o)``, ``(lev / 64, q_a)``,
+``(tap, q_a)``, ``(m_a, m_b)``. Sign models (indexed by context only): ``(s_a, q)``,
+``(s_a, s_u, q)``, ``(s_a, s_u, s_h, s_b)``, ``(s_o, s_a, q)``, ``(s_a, s_u, s_h, s_o)``,
+``(q)``, ``(s_a, s_u, tap)``; ``q`` the entry's own class. A counter's rate is
+1/(n + 1.5) after n updates, then 1/(LIMIT + 1.5). The mixer's weights are chosen by (tree
+depth, q_a) for the magnitude bits and by the entry's own class for the sign; a final
+adaptive probability map (APM, 33 interpolated buckets per context: the tree node and q_a,
+or the sign's first context) refines the mix, weighted 3:1 against it.
 
 Scope. :meth:`CMCoder.encode` codes one tensor from fresh statistics; :func:`encode_message`
 codes a list of tensors in one stream, the statistics (counters, weights, maps) carried from
@@ -266,7 +269,8 @@ def decode_message(
 ) -> list[np.ndarray]:  # fmt: skip
     """Inverse of :func:`encode_message`: the signed symbols (int64, each its shape)."""
     state = CMState() if state is None else state
-    src = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one compiled function codes both ways
+    # writable: one compiled function codes both ways
+    src = np.frombuffer(data, dtype=np.uint8).copy()
     x0 = 0
     for k in range(4):
         x0 = (x0 << 8) | (int(src[k]) if k < src.size else 255)
@@ -283,7 +287,7 @@ class CMCoder(Coder):
     """Context-mixing binary arithmetic coder of one tensor; see the module docstring."""
 
     name = "cm_context"
-    color = "C3"
+    color = "darkred"
     in_figure = True
 
     def encode(self, x: TensorSymbols) -> Bitstream:

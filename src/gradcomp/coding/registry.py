@@ -18,6 +18,7 @@ from typing import Any
 from gradcomp.coding.base import Bound, Coder
 from gradcomp.coding.bounds import ChannelEntropy, ContextEntropy, CrossEntropy, Entropy
 from gradcomp.coding.byte_coders import BytesCoder, Fp8Coder, Lz78Size, ShuffledLzmaSize
+from gradcomp.coding.cm import CMCoder
 from gradcomp.coding.context import ContextCoder
 from gradcomp.coding.general_purpose import general_purpose_bits
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
@@ -71,6 +72,7 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
         _spec(ChannelEntropy),
         _spec(ContextCoder),
         _spec(ContextEntropy),
+        _spec(CMCoder),
     ]
     return {s.name: s for s in specs}
 
