@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcomp.coding.base import Bound, Coder
-from gradcomp.coding.bounds import ChannelEntropy, ContextEntropy, CrossEntropy, Entropy
+from gradcomp.coding.bounds import (
+    ChannelEntropy,
+    ContextEntropy,
+    CrossEntropy,
+    Entropy,
+    KTContextBits,
+)
 from gradcomp.coding.byte_coders import BytesCoder, Fp8Coder, Lz78Size, ShuffledLzmaSize
 from gradcomp.coding.cm import CMCoder
 from gradcomp.coding.context import ContextCoder
@@ -72,6 +78,7 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
         _spec(ChannelEntropy),
         _spec(ContextCoder),
         _spec(ContextEntropy),
+        _spec(KTContextBits),
         _spec(CMCoder),
     ]
     return {s.name: s for s in specs}
