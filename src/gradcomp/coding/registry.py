@@ -29,6 +29,7 @@ from gradcomp.coding.context import ContextCoder
 from gradcomp.coding.general_purpose import general_purpose_bits
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
 from gradcomp.coding.iid_coders import AnsModelCoder, HuffmanEmpiricalCoder, HuffmanModelCoder
+from gradcomp.coding.zpaq import ZpaqSize
 from gradcomp.plugins import check_constructor, import_class
 
 __all__ = ["CoderSpec", "builtin_specs", "coder_specs", "default_coders"]
@@ -69,6 +70,7 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
         _spec(Lz78Size),
         *[_spec(BytesCoder, method=m) for m in general_purpose_bits(b"")],
         _spec(ShuffledLzmaSize),
+        _spec(ZpaqSize),
         *[_spec(HuffmanModelCoder, family=f) for f in families],
         *[_spec(CrossEntropy, family=f) for f in families],
         *([_spec(AnsModelCoder, family="gennorm")] if "gennorm" in families else []),
