@@ -83,16 +83,20 @@ class CMState:
     probabilities and counts), mixer weights and APM maps; fresh ones are all 1/2."""
 
     def __init__(self) -> None:
-        n_counters = 128 * sum(MAG_SIZES) + sum(SIGN_SIZES)
-        # a counter: its 22-bit probability << 10 | its count (10 bits)
-        self.counters = np.full(n_counters, (1 << 21) << 10, dtype=np.uint32)
-        self.weights = np.full(MIX_SETS * N_IN, W0, dtype=np.int64)
-        # APM: 33 buckets per context, each a 16-bit probability, start at squash(bucket)
-        sq = squash_table()
-        knots = sq[np.clip(np.arange(33) * 128, 0, 4095)] * 16
-        self.apm = np.tile(knots, APM_CTX).astype(np.int64)
+        if not _FRESH:
+            n_counters = 128 * sum(MAG_SIZES) + sum(SIGN_SIZES)
+            # APM: 33 buckets per context, each a 16-bit probability, from squash(bucket)
+            knots = squash_table()[np.clip(np.arange(33) * 128, 0, 4095)] * 16
+            _FRESH.extend([
+                # a counter: its 22-bit probability << 10 | its count (10 bits)
+                np.full(n_counters, (1 << 21) << 10, dtype=np.uint32),
+                np.full(MIX_SETS * N_IN, W0, dtype=np.int64),
+                np.tile(knots, APM_CTX).astype(np.int64),
+            ])  # fmt: skip
+        self.counters, self.weights, self.apm = (a.copy() for a in _FRESH)
 
 
+_FRESH: list[np.ndarray] = []  # fresh statistics, made once and copied
 _SQUASH, _STRETCH, _RATES = squash_table(), stretch_table(), counter_rates()
 _MAG_BASE = np.concatenate([[0], np.cumsum(np.array(MAG_SIZES) * 128)]).astype(np.int64)
 _SIGN_BASE = (_MAG_BASE[-1] + np.concatenate([[0], np.cumsum(SIGN_SIZES)])).astype(np.int64)
