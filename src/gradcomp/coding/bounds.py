@@ -7,16 +7,24 @@ magnitudes coded plus one raw sign bit per non-zero entry:
   arithmetic coder driven by the i.i.d. model spends;
 - ``entropy_channel``: ``sum_r n_r H(M | row r)``, each output channel's own empirical
   entropy: the limit of per-channel i.i.d. codes (``ans_gennorm_channel``);
-- ``entropy_context``: ``n H(M | C) + n' H(S | C')``, the empirical conditional entropies of
-  the magnitudes and of the non-zero entries' signs given the contexts of
-  :mod:`~gradcomp.coding.context` (``ans_context``: C by the context rule the coder
-  chooses for the tensor, C' the previous entry's sign state and the entry's own magnitude
-  class), with the counts of the whole tensor (its signs are not raw).
+- ``entropy_context`` (in-sample, not a bound a coder can reach): ``n H(M | C) + n' H(S |
+  C')``, the empirical conditional entropies of the magnitudes and of the non-zero entries'
+  signs given the contexts of :mod:`~gradcomp.coding.context` (``ans_context``: C by the
+  context rule the coder chooses for the tensor, C' the previous entry's sign state and the
+  entry's own magnitude class), with the counts of the whole tensor (its signs are not
+  raw). It charges nothing for learning the counts, so a decoder, which must learn them,
+  cannot reach it on small tensors;
+- ``kt_context``: the same contexts coded sequentially with Krichevsky-Trofimov estimates
+  from zero counts (1/2 per symbol of the alphabet: the grid's magnitudes, or the 2 signs),
+  plus 1 bit for the rule: what an adaptive coder of these contexts that a decoder can
+  follow spends (the ideal arithmetic code of the KT predictions). From the final counts:
+  ``sum_c [lnG(n_c + K/2) - lnG(K/2) - sum_s (lnG(n_cs + 1/2) - lnG(1/2))] / ln 2``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import gammaln
 
 from gradcomp.coding.base import Bound, TensorSymbols
 from gradcomp.coding.context import (
@@ -31,6 +39,7 @@ from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of
 __all__ = [
     "ChannelEntropy",
     "ContextEntropy",
+    "KTContextBits",
     "CrossEntropy",
     "Entropy",
     "conditional_entropy_bits",
@@ -73,6 +82,41 @@ class ContextEntropy(Bound):
         ctx = magnitude_contexts(m, choose_context(m))
         return conditional_entropy_bits(m, ctx) + conditional_entropy_bits(
             states[nonzero], sign_ctx[nonzero]
+        )
+
+
+def kt_bits(symbols: np.ndarray, context: np.ndarray, alphabet: int) -> float:
+    """Sequential KT code length in bits of ``symbols`` (ints in ``[0, alphabet)``) with
+    counts kept per ``context`` (non-negative ints, same shape), every count from zero."""
+    s = np.asarray(symbols, dtype=np.int64).ravel()
+    c = np.asarray(context, dtype=np.int64).ravel()
+    if s.size == 0:
+        return 0.0
+    joint = np.bincount(c * alphabet + s)
+    joint = joint[joint > 0].astype(np.float64)
+    per_context = np.bincount(c)
+    per_context = per_context[per_context > 0].astype(np.float64)
+    half_k = alphabet / 2
+    nats = (gammaln(per_context + half_k) - gammaln(half_k)).sum() - (
+        gammaln(joint + 0.5) - gammaln(0.5)
+    ).sum()
+    return float(nats / np.log(2))
+
+
+class KTContextBits(Bound):
+    name = "kt_context"
+    color = "darkcyan"
+
+    def bits(self, x: TensorSymbols) -> float:
+        m = x.magnitudes
+        states = sign_states(x.symbols, x.grid)
+        nonzero = states > 0
+        sign_ctx = sign_contexts(states, m)
+        ctx = magnitude_contexts(m, choose_context(m))
+        return (
+            1.0
+            + kt_bits(m, ctx, x.grid.n_magnitudes)
+            + kt_bits(states[nonzero] - 1, sign_ctx[nonzero], 2)
         )
 
 

@@ -13,11 +13,19 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+import brotli
 import numpy as np
 import torch
 
 from gradcomp.coding.base import Bitstream, Bound, Coder, TensorSymbols
-from gradcomp.coding.general_purpose import LZMA_PRESET, ZSTD_LEVEL, general_purpose_bits
+from gradcomp.coding.general_purpose import (
+    LZMA_PRESET,
+    ZSTD_LEVEL,
+    brotli_max,
+    general_purpose_bits,
+    lzma_raw,
+    lzma_raw_decompress,
+)
 from gradcomp.coding.lz78 import lz78_bits
 from gradcomp.quantization.grids import GridQuantizer
 
@@ -79,6 +87,8 @@ _METHODS = {
     "zlib": (lambda b: zlib.compress(b, 9), zlib.decompress),
     "bz2": (lambda b: bz2.compress(b, 9), bz2.decompress),
     "lzma": (lambda b: lzma.compress(b, preset=LZMA_PRESET), lzma.decompress),
+    "lzma_raw": (lzma_raw, lzma_raw_decompress),
+    "brotli": (brotli_max, brotli.decompress),
 }
 if zstandard is not None:
     _METHODS["zstd"] = (
@@ -89,7 +99,8 @@ assert set(_METHODS) == set(general_purpose_bits(b"")), "levels defined in one p
 
 
 class BytesCoder(Coder):
-    """A general-purpose compressor (``method``: zlib, bz2, lzma, zstd) on the FP8 bytes."""
+    """A general-purpose compressor (``method``: zlib, bz2, lzma, lzma_raw, brotli, zstd) on
+    the FP8 bytes."""
 
     def __init__(self, method: str = "lzma") -> None:
         if method not in _METHODS:

@@ -16,12 +16,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcomp.coding.base import Bound, Coder
-from gradcomp.coding.bounds import ChannelEntropy, ContextEntropy, CrossEntropy, Entropy
+from gradcomp.coding.bounds import (
+    ChannelEntropy,
+    ContextEntropy,
+    CrossEntropy,
+    Entropy,
+    KTContextBits,
+)
 from gradcomp.coding.byte_coders import BytesCoder, Fp8Coder, Lz78Size, ShuffledLzmaSize
+from gradcomp.coding.cm import CMCoder
 from gradcomp.coding.context import ContextCoder
 from gradcomp.coding.general_purpose import general_purpose_bits
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
 from gradcomp.coding.iid_coders import AnsModelCoder, HuffmanEmpiricalCoder, HuffmanModelCoder
+from gradcomp.coding.zpaq import ZpaqSize
 from gradcomp.plugins import check_constructor, import_class
 
 __all__ = ["CoderSpec", "builtin_specs", "coder_specs", "default_coders"]
@@ -62,6 +70,7 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
         _spec(Lz78Size),
         *[_spec(BytesCoder, method=m) for m in general_purpose_bits(b"")],
         _spec(ShuffledLzmaSize),
+        _spec(ZpaqSize),
         *[_spec(HuffmanModelCoder, family=f) for f in families],
         *[_spec(CrossEntropy, family=f) for f in families],
         *([_spec(AnsModelCoder, family="gennorm")] if "gennorm" in families else []),
@@ -71,6 +80,8 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
         _spec(ChannelEntropy),
         _spec(ContextCoder),
         _spec(ContextEntropy),
+        _spec(KTContextBits),
+        _spec(CMCoder),
     ]
     return {s.name: s for s in specs}
 
