@@ -75,14 +75,19 @@ class ContextEntropy(Bound):
     in_figure = True
 
     def bits(self, x: TensorSymbols) -> float:
-        m = x.magnitudes
-        states = sign_states(x.symbols, x.grid)
-        nonzero = states > 0
-        sign_ctx = sign_contexts(states, m)
-        ctx = magnitude_contexts(m, choose_context(m))
-        return conditional_entropy_bits(m, ctx) + conditional_entropy_bits(
-            states[nonzero], sign_ctx[nonzero]
-        )
+        m, ctx, signs, sign_ctx = _context_streams(x)
+        return conditional_entropy_bits(m, ctx) + conditional_entropy_bits(signs, sign_ctx)
+
+
+def _context_streams(x: TensorSymbols) -> tuple[np.ndarray, ...]:
+    """(magnitudes, their contexts, sign states of the non-zero entries, their contexts):
+    the streams ``ans_context`` codes, with its contexts (:mod:`gradcomp.coding.context`)."""
+    m = x.magnitudes
+    states = sign_states(x.symbols, x.grid)
+    nonzero = states > 0
+    sign_ctx = sign_contexts(states, m)
+    ctx = magnitude_contexts(m, choose_context(m))
+    return m, ctx, states[nonzero], sign_ctx[nonzero]
 
 
 def kt_bits(symbols: np.ndarray, context: np.ndarray, alphabet: int) -> float:
@@ -108,16 +113,8 @@ class KTContextBits(Bound):
     color = "darkcyan"
 
     def bits(self, x: TensorSymbols) -> float:
-        m = x.magnitudes
-        states = sign_states(x.symbols, x.grid)
-        nonzero = states > 0
-        sign_ctx = sign_contexts(states, m)
-        ctx = magnitude_contexts(m, choose_context(m))
-        return (
-            1.0
-            + kt_bits(m, ctx, x.grid.n_magnitudes)
-            + kt_bits(states[nonzero] - 1, sign_ctx[nonzero], 2)
-        )
+        m, ctx, signs, sign_ctx = _context_streams(x)
+        return 1.0 + kt_bits(m, ctx, x.grid.n_magnitudes) + kt_bits(signs - 1, sign_ctx, 2)
 
 
 class CrossEntropy(Bound):
