@@ -137,14 +137,22 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
         assert_drawn_figure(tiny_workdir / f"results/figures/{fig}_mlp.png")
     t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")
     assert len(t3) == 6 and t3["per_bit_acc_coded_mean"].notna().all()
-    one_round = pd.read_csv(base / "one_round/seed0.tsv", sep="\t")
-    assert len(one_round) == 2 * 6  # rounds x compressor variants
+    # one job per warm start, its two nested seeds inside: seeds x rounds x variants
+    one_round = pd.read_csv(base / "one_round/ws0.tsv", sep="\t")
+    assert len(one_round) == 2 * 2 * 6 and set(one_round["seed"]) == {0, 1}
+    assert set(one_round["warm_start"]) == {0} and set(one_round["model"]) == {"mlp"}
     t4 = pd.read_csv(tiny_workdir / "results/tables/T4.tsv", sep="\t")
-    assert len(t4) == 6 and (t4["seeds"] == 2).all()  # seeds, not seeds x rounds
-    assert {"test_loss_vs_uniform_p", "test_loss_vs_uniform_p_holm"} <= set(t4.columns)
+    # 2 warm starts x 2 seeds = 4 trajectories (not trajectories x rounds); 2 units
+    assert len(t4) == 6 and (t4["trajectories"] == 4).all() and (t4["units"] == 2).all()
+    assert (t4["design"] == "warm starts").all()
+    assert {"test_loss_vs_uniform_p", "test_loss_vs_uniform_p_holm", "verdict"} <= set(t4.columns)
     t5 = pd.read_csv(tiny_workdir / "results/tables/T5.tsv", sep="\t")
-    assert set(t5["compressor"]) == {"dense", "none", "gennorm"}
-    assert (base / "warm_start.pt").exists()
+    assert set(t5["curve"]) == {"dense", "none", "gennorm"}
+    assert (t5["trajectories"] == 4).all()
+    verdicts = pd.read_csv(tiny_workdir / "results/tables/verdicts.tsv", sep="\t")
+    assert list(verdicts["question"]) == ["gennorm M2 vs uniform M0"]
+    assert verdicts["verdict"].isin(["better", "worse", "equivalent", "undecided"]).all()
+    assert (base / "warm_start/ws0.pt").exists() and (base / "warm_start/ws1.pt").exists()
     rd = pd.read_csv(base / "distortion_study.tsv", sep="\t")
     assert set(rd["M"]) == {0, 2} and (rd["distortion"] > 0).all()
 

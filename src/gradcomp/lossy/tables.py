@@ -355,20 +355,52 @@ def table_t4(
     return table
 
 
+def _t5_readable(table: pd.DataFrame) -> pd.DataFrame:
+    """T5's Markdown view: ten columns at most, the rest stays in the TSV."""
+    if table.empty:
+        return table
+    out = pd.DataFrame(
+        {
+            "curve": [
+                f"{m} {c} M{M}"
+                for m, c, M in zip(table["model"], table["curve"], table["M"], strict=True)
+            ],
+            "bits/entry": [
+                f"{a:.3g}-{b:.3g}"
+                for a, b in zip(
+                    table["bits_per_entry_min"], table["bits_per_entry_max"], strict=True
+                )
+            ],
+            "trajectories": [
+                f"{o} of {n} overlap; {d} dominate, {e} dominated, {x} neither"
+                for o, n, d, e, x in zip(
+                    table["overlap"], table["trajectories"], table["dominates"],
+                    table["dominated"], table["neither"], strict=True,
+                )
+            ],
+        }
+    )  # fmt: skip
+    for part in ("mean", "lo", "hi"):
+        out[f"bd_rate_{part}"] = table[f"bd_rate_{part}"]
+    out["units"] = [f"{u} {d}" for u, d in zip(table["units"], table["design"], strict=True)]
+    for col in ("bd_rate_p_holm", "sign_p_holm", "verdict"):
+        out[col] = table[col]
+    return out
+
+
 def table_t5(paths, tsv, md, *, baseline: str, curves=None) -> pd.DataFrame:
-    """Write T5 as TSV and Markdown."""
+    """Write T5 as TSV (every column) and Markdown (:func:`_t5_readable`)."""
     table = t5_table(paths, baseline=baseline, curves=curves)
     family = family_size(table, ["bd_rate", "sign"]) if len(table) else 0
-    reporting.write_table(
-        table,
-        tsv,
-        md,
-        title=f"T5: BD-rate against {baseline}'s curve (% uplink bits at equal test-loss "
+    title = (
+        f"T5: BD-rate against {baseline}'s curve (% uplink bits at equal test-loss "
         "increase, one-round study; negative = fewer bits; per trajectory, then mean [95% "
         "Student-t interval] over the design's units (warm starts, each the mean of its "
         "seeds) on the trajectories whose curves share a loss range; the others counted by "
         "dominance; sign_p: sign test of every trajectory's direction over the units; "
         f"family: these {family} tests (BD-rate and sign), Holm-adjusted, significant = "
-        "adjusted p < 0.05)",
+        "adjusted p < 0.05; every column in T5.tsv)"
     )
+    write_tsv(tsv, table)
+    write_text(md, f"# {title}\n\n" + reporting.to_markdown(_t5_readable(table)))
     return table
