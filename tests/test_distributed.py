@@ -60,7 +60,8 @@ SPECS = {
         **SMALL,
     },  # fmt: skip
     "powersgd_ef": {"compressor": "powersgd", "rate": 2, "error_feedback": True},
-    "count_sketch": {"compressor": "count_sketch", "rate": 50, "min_entries": 100},
+    # R = 100 cells per 100 entries: smaller sketches are refused (worse than sending nothing)
+    "count_sketch": {"compressor": "count_sketch", "rate": 100, "min_entries": 100},
     "user_class": {"class": "test_distributed:ScaledRound", "rate": 3},
     # per-tensor memory across several buckets (bucket_cap_mb below)
     "uniform_ef_buckets": {"quantizer": "uniform", "rate": 2, "error_feedback": True, **SMALL},

@@ -72,7 +72,8 @@ def paper_inputs(tmp_path):
         for v in variants:
             b = 197332 * min(v.rate, 32) * rng.uniform(0.4, 0.6)
             rows.append({
-                "seed": seed, "round": 1, "compressor": f"{v.name}/R{v.rate}_M{v.M}",
+                "model": "cnn", "warm_start": -1, "seed": seed, "round": 1,
+                "compressor": f"{v.name}/R{v.rate}_M{v.M}",
                 "bits_coded": int(b), "bits_fixed": int(b), "test_acc": rng.uniform(0.2, 0.3),
                 "test_loss": rng.uniform(2.0, 2.3), "start_acc": 0.2, "start_loss": 2.2,
                 "exact_acc": 0.31, "exact_loss": 2.0, "entries": 197332,

@@ -13,6 +13,7 @@ import scipy.stats
 
 from gradcomp.artifacts import write_tsv
 from gradcomp.lossy.nested import (
+    decide,
     min_detectable,
     nested_test,
     tost_p,
@@ -21,7 +22,7 @@ from gradcomp.lossy.nested import (
 )
 from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
 from gradcomp.lossy.rate_curves import bd_loss, dominance
-from gradcomp.lossy.verdicts import decide, verdicts_table
+from gradcomp.lossy.verdicts import verdicts_table
 
 
 def simulate(rng, W, S, sigma_b, sigma_w, mu=0.0):

@@ -30,7 +30,9 @@ import scipy.optimize
 import scipy.stats
 
 __all__ = [
+    "VERDICTS",
     "NestedTest",
+    "decide",
     "min_detectable",
     "nested_test",
     "tost_p",
@@ -140,3 +142,19 @@ def variance_components(values, warm_starts) -> tuple[float, float]:
     grand = y.mean()
     ms_between = sum(len(g) * (g.mean() - grand) ** 2 for g in groups) / (len(groups) - 1)
     return (float(max(0.0, (ms_between - ms_within) / sizes.mean())), float(ms_within))
+
+
+#: The answers a question gets (:func:`decide`).
+VERDICTS = ("better", "worse", "equivalent", "undecided")
+
+
+def decide(mean: float, p_holm: float, tost_holm: float, alpha: float) -> str:
+    """One of :data:`VERDICTS` for a difference (test minus reference, lower is better):
+    ``equivalent`` if the Holm-adjusted TOST p is below ``alpha``, else ``better`` /
+    ``worse`` (by the sign of ``mean``) if the Holm-adjusted two-sided p is, else
+    ``undecided``."""
+    if np.isfinite(tost_holm) and tost_holm < alpha:
+        return "equivalent"
+    if np.isfinite(p_holm) and p_holm < alpha:
+        return "better" if mean < 0 else "worse"
+    return "undecided"

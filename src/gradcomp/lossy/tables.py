@@ -147,12 +147,11 @@ def t4_table(
     """T4 (see the module doc): one row per model, compressor, rate and M. With ``margin``
     (nats), the test-loss difference to the baseline also gets a TOST p of equivalence
     within +-margin (``test_loss_vs_<baseline>_tost_p``, Holm over the table's rows as
-    ``_tost_p_holm``) and a ``verdict`` (:func:`gradcomp.lossy.verdicts.decide`): a pair
+    ``_tost_p_holm``) and a ``verdict`` (:func:`gradcomp.lossy.nested.decide`): a pair
     whose both sides equal the uncompressed aggregate within the margin is "equivalent", not
     "undecided"."""
-    from gradcomp.lossy.nested import tost_p
+    from gradcomp.lossy.nested import decide, tost_p
     from gradcomp.lossy.paired import holm
-    from gradcomp.lossy.verdicts import decide
 
     table = paired_summary(
         one_round_data(paths),

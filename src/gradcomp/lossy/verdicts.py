@@ -35,13 +35,18 @@ import pandas as pd
 
 from gradcomp import reporting
 from gradcomp.artifacts import write_text, write_tsv
-from gradcomp.lossy.nested import min_detectable, nested_test, tost_p, variance_components
+from gradcomp.lossy.nested import (
+    VERDICTS,
+    decide,
+    min_detectable,
+    nested_test,
+    tost_p,
+    variance_components,
+)
 from gradcomp.lossy.paired import holm, seed_means
 from gradcomp.lossy.rate_curves import bd_loss, dominance
 
 __all__ = ["VERDICTS", "curve_points", "decide", "table_verdicts", "verdicts_table"]
-
-VERDICTS = ("better", "worse", "equivalent", "undecided")
 
 
 def curve_points(per_seed: pd.DataFrame, curves: Mapping[str, str]) -> pd.DataFrame:
@@ -50,15 +55,6 @@ def curve_points(per_seed: pd.DataFrame, curves: Mapping[str, str]) -> pd.DataFr
     out = per_seed.copy()
     out["curve"] = [curves.get(name, name) for name in out["compressor"]]
     return out
-
-
-def decide(mean: float, p_holm: float, tost_holm: float, alpha: float) -> str:
-    """One verdict of :data:`VERDICTS` (module doc)."""
-    if np.isfinite(tost_holm) and tost_holm < alpha:
-        return "equivalent"
-    if np.isfinite(p_holm) and p_holm < alpha:
-        return "better" if mean < 0 else "worse"
-    return "undecided"
 
 
 def _question_rows(
