@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["bd_loss", "bd_rate", "dominance", "monotone_decreasing"]
+__all__ = ["bd_loss", "bd_rate", "curve_points", "dominance", "monotone_decreasing"]
 
 
 def monotone_decreasing(y: Sequence[float]) -> np.ndarray:
@@ -144,3 +144,12 @@ def dominance(test_bits, test_loss, ref_bits, ref_loss) -> int:
     if dominates(ref_bits, ref_loss, test_bits, test_loss):
         return -1
     return 0
+
+
+def curve_points(points, curves):
+    """``points`` (a DataFrame with a ``compressor`` column, one row per variant and
+    trajectory) with a ``curve`` column: the rate curve each compressor joins (``curves``:
+    name -> curve, the entries' ``curve`` keys; a name not listed is its own curve)."""
+    out = points.copy()
+    out["curve"] = [curves.get(name, name) for name in out["compressor"]]
+    return out

@@ -34,7 +34,7 @@ from gradcomp.lossy.paired import (
     seed_means,
 )
 from gradcomp.lossy.per_bit import read_rounds
-from gradcomp.lossy.rate_curves import bd_rate, dominance
+from gradcomp.lossy.rate_curves import bd_rate, curve_points, dominance
 from gradcomp.lossy.run_files import run_identity
 
 __all__ = [
@@ -226,10 +226,9 @@ def t5_table(
     from gradcomp.lossy.nested import nested_test, unit_values
 
     curves = dict(curves or {})
-    data = one_round_data(paths)
-    data["curve"] = [curves.get(n, n) for n in data["compressor"]]
-    per_seed = seed_means(data, ["bits_coded", "bits_per_entry", metric])
-    per_seed["curve"] = [curves.get(n, n) for n in per_seed["compressor"]]
+    per_seed = curve_points(
+        seed_means(one_round_data(paths), ["bits_coded", "bits_per_entry", metric]), curves
+    )
     base_curve = curves.get(baseline, baseline)
     rows = []
     for (model, curve, M), pts in per_seed.groupby(["model", "curve", "M"], sort=True):

@@ -36,7 +36,6 @@ import pandas as pd
 from gradcomp import reporting
 from gradcomp.artifacts import write_text, write_tsv
 from gradcomp.lossy.nested import (
-    VERDICTS,
     decide,
     min_detectable,
     nested_test,
@@ -44,17 +43,9 @@ from gradcomp.lossy.nested import (
     variance_components,
 )
 from gradcomp.lossy.paired import holm, seed_means
-from gradcomp.lossy.rate_curves import bd_loss, dominance
+from gradcomp.lossy.rate_curves import bd_loss, curve_points, dominance
 
-__all__ = ["VERDICTS", "curve_points", "decide", "table_verdicts", "verdicts_table"]
-
-
-def curve_points(per_seed: pd.DataFrame, curves: Mapping[str, str]) -> pd.DataFrame:
-    """``per_seed`` (one row per variant and trajectory) with a ``curve`` column: the rate
-    curve each compressor joins (``curves``: name -> curve; a name not listed is its own)."""
-    out = per_seed.copy()
-    out["curve"] = [curves.get(name, name) for name in out["compressor"]]
-    return out
+__all__ = ["table_verdicts", "verdicts_table"]
 
 
 def _question_rows(
