@@ -32,11 +32,14 @@ except ImportError as exc:  # a hard dependency: say so instead of falling back 
     ) from exc
 
 __all__ = [
-    "LIMIT", "MASK32", "counter_rates", "njit", "rc_decode_bit", "rc_encode_bit", "rc_flush",
-    "squash_table", "stretch_table",
+    "LIMIT", "MASK32", "counter_learn", "counter_rates", "inline", "njit", "rc_decode_bit",
+    "rc_encode_bit", "rc_flush", "squash_table", "stretch_table",
 ]  # fmt: skip
 
 njit = numba.njit(cache=True, nogil=True)
+# inlined into its caller by numba: a call between compiled functions that passes arrays
+# costs a reference-count update per array (measured ~170 ns per 13-array call)
+inline = numba.njit(inline="always")
 MASK32 = 0xFFFFFFFF
 LIMIT = 127  # largest count of an adaptive counter: its rate stays >= 1/(LIMIT + 1.5)
 
@@ -73,6 +76,19 @@ def counter_rates() -> np.ndarray:
     (a Krichevsky-Trofimov-like running average, then a window of about LIMIT updates)."""
     n = np.arange(LIMIT + 1, dtype=np.int64)
     return (131072 // (2 * n + 3)).astype(np.int64)
+
+
+@inline
+def counter_learn(ctr, j, bit, rates):
+    """Update counter ``ctr[j]`` (uint32: 22-bit probability << 10 | count) with ``bit``
+    at the rate ``rates[count]`` (:func:`counter_rates`), and count the update."""
+    v = np.int64(ctr[j])
+    c = v & 1023
+    pr = v >> 10
+    pr += (((bit << 22) - pr) * rates[c]) >> 16
+    if c < rates.size - 1:
+        c += 1
+    ctr[j] = np.uint32((pr << 10) | c)
 
 
 @njit

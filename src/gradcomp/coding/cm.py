@@ -45,7 +45,9 @@ import numpy as np
 
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols
 from gradcomp.coding.binary_rc import (
+    counter_learn,
     counter_rates,
+    inline,
     njit,
     rc_decode_bit,
     rc_encode_bit,
@@ -55,7 +57,9 @@ from gradcomp.coding.binary_rc import (
 )
 from gradcomp.quantization.grids import GridQuantizer
 
-__all__ = ["CMCoder", "CMState", "decode_message", "encode_message", "kernel_width"]
+__all__ = [
+    "CMCoder", "CMState", "decode_message", "encode_message", "kernel_width", "symbol_tables",
+]  # fmt: skip
 
 DEPTH = 7  # bits of a magnitude index
 N_MAG, N_SIGN = 8, 7  # models per decision kind
@@ -102,7 +106,7 @@ _MAG_BASE = np.concatenate([[0], np.cumsum(np.array(MAG_SIZES) * 128)]).astype(n
 _SIGN_BASE = (_MAG_BASE[-1] + np.concatenate([[0], np.cumsum(SIGN_SIZES)])).astype(np.int64)
 
 
-@njit
+@inline
 def _mix_code(bit, idx, x, n, mset, actx, ctr, weights, apm, sq, st, rates, rc, buf, dec):
     """Predict, code (or decode, ``dec``) and learn one binary decision whose counters are
     ``ctr[idx[:n]]`` (``x``: scratch, int64[N_IN]); returns the bit."""
@@ -141,20 +145,12 @@ def _mix_code(bit, idx, x, n, mset, actx, ctr, weights, apm, sq, st, rates, rc, 
     target = bit << 16
     k = ab + (1 if w >= 2048 else 0)
     apm[k] += (target - apm[k]) >> 6
-    t22 = bit << 22
     for i in range(n):
-        j = idx[i]
-        v = np.int64(ctr[j])
-        c = v & 1023
-        pr = v >> 10
-        pr += ((t22 - pr) * rates[c]) >> 16
-        if c < rates.size - 1:
-            c += 1
-        ctr[j] = np.uint32((pr << 10) | c)
+        counter_learn(ctr, idx[i], bit, rates)
     return bit
 
 
-@njit
+@inline
 def _qclass(m):
     if m == 0:
         return 0
@@ -231,9 +227,20 @@ def _code(sym, rows, cols, kw, mag_of, neg_of, signed_of, ctr, weights, apm,
                 sym[i] = signed_of[2 * m + neg]
 
 
-def _tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def symbol_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per signed symbol its magnitude and sign (1 negative), and the inverse:
-    ``signed_of[2 m + negative]`` (-1 where no symbol)."""
+    ``signed_of[2 m + negative]`` (-1 where no symbol); made once per grid (int64, not to
+    be written)."""
+    key = (grid.name, grid.levels.tobytes())
+    if key not in _SYMBOL_TABLES:
+        _SYMBOL_TABLES[key] = _make_tables(grid)
+    return _SYMBOL_TABLES[key]
+
+
+_SYMBOL_TABLES: dict[tuple[str, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _make_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if grid.n_magnitudes > 1 << DEPTH:
         raise ValueError(f"cm_context codes at most {1 << DEPTH} magnitudes, "
                          f"grid {grid.name} has {grid.n_magnitudes}")  # fmt: skip
@@ -247,7 +254,7 @@ def _tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _run(symbols, shape, grid, state, buf, rc, dec) -> None:
     rows, cols = shape
-    mag_of, neg_of, signed_of = _tables(grid)
+    mag_of, neg_of, signed_of = symbol_tables(grid)
     _code(symbols, rows, cols, kernel_width(cols), mag_of, neg_of, signed_of, state.counters,
           state.weights, state.apm, _SQUASH, _STRETCH, _RATES, _MAG_BASE,
           _SIGN_BASE, rc, buf, dec)  # fmt: skip
