@@ -1,0 +1,266 @@
+"""Fast context-mixing binary arithmetic coder (``cm_fast``): the speed preset of
+:mod:`~gradcomp.coding.cm`, about 6 binary decisions per FP8 symbol instead of 8, each
+mixing at most 3 adaptive counters instead of 8, no APM; integer arithmetic throughout (the
+counters, tables and range coder of :mod:`~gradcomp.coding.binary_rc`), so a stream decodes
+the same on every machine.
+
+Decisions of one entry, magnitude index ``m = 4 k + f`` (``k = m >> 2`` in ``[0, 32)``, the
+exponent class; ``f`` in ``[0, 4)`` the mantissa; E5M2):
+
+- ``k`` relative to a prediction ``pred`` (the row's running level, an average of ``k``
+  over about 4 entries, rounded): "``k == pred``?", then (where both are possible)
+  "``k > pred``?", then "``k == pred +- s``?" for ``s = 1, 2, ...`` until yes or the end
+  of the range (the last candidate needs no decision). About 2.9 decisions on gradients.
+  Decision id ``t``: 0, 1, then ``2 + 2 min(s - 1, 6) + up``.
+- ``f``: 2 bits, most significant first, each from one counter (node, ``k``), no mixing
+  (the mantissa is nearly uniform: mixing gained < 0.001 bit per entry).
+- if ``m > 0``, the sign.
+
+Neighbours of entry ``(r, c)`` of a (rows, cols) tensor, from entries already coded
+(missing ones count as zero): ``a`` = ``(r, c-1)``, ``b`` = ``(r, c-2)``, ``u`` =
+``(r, c-kw)`` (tap above in a ``kw x kw`` kernel, ``kw`` = :func:`~gradcomp.coding.cm.
+kernel_width` of ``cols``), ``h`` = ``(r, c-kw^2)``, ``o`` = ``(r-1, c)``; ``d_x`` =
+``k_x - pred`` clipped to ``[-3, 4]``; ``tap`` = ``c mod kw^2`` (at most 31); sign states
+``s`` 0 zero, 1 +, 2 -; ``q`` the entry's own class (``k + 1``, at most 31).
+
+Models (a counter per context): exponent ``(t, pred, d_a)``, ``(t, d_u, d_o)``,
+``(t, tap, d_a)``, mixed with weights chosen by ``(t, pred)``; sign ``(s_a, s_u, s_h,
+s_b)`` and ``(s_a, s_u, tap)``, mixed with weights chosen by ``q``. These are the models
+of an ablation on ``bench/data/real_fp8_sample.npz`` that kept every model whose removal
+cost more than 0.005 bit per entry (the kernel tap in both the exponent and the sign
+models is worth 0.07).
+
+Scope as in ``cm_context``: :class:`CMFastCoder` codes one tensor from fresh statistics;
+:func:`encode_message` codes a list of tensors in one stream (one compiled call), the
+statistics carried from tensor to tensor. No side information: ``bits`` = 8 x bytes.
+
+Units: symbols are the grid's signed symbols (int, shape (rows, cols)); sizes in bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from gradcomp.coding.base import Bitstream, Coder, TensorSymbols
+from gradcomp.coding.binary_rc import (
+    counter_learn,
+    counter_rates,
+    inline,
+    njit,
+    rc_decode_bit,
+    rc_encode_bit,
+    rc_flush,
+    squash_table,
+    stretch_table,
+)
+from gradcomp.coding.cm import kernel_width, symbol_tables
+from gradcomp.quantization.grids import GridQuantizer
+
+__all__ = ["CMFastCoder", "FastState", "decode_message", "encode_message"]
+
+K, T = 32, 16  # exponent classes; exponent decision ids
+# counters per model: exponent (t, pred, d_a), (t, d_u, d_o), (t, tap, d_a); mantissa
+# (node, k); sign (s_a, s_u, s_h, s_b), (s_a, s_u, tap)
+SIZES = (T * K * 8, T * 8 * 8, T * 32 * 8, 4 * K, 81, 9 * 32)
+NW = 4  # mixer weights per set: 3 inputs and a bias
+MIX_LR = 14  # mixer learning rate (error multiplier)
+W0 = 65536 // 4  # initial mixer weight, 16.16
+_BASE = np.concatenate([[0], np.cumsum(SIZES)]).astype(np.int64)
+_SQ, _ST, _RATES = squash_table(), stretch_table(), counter_rates()
+
+
+class FastState:
+    """The adaptive statistics coder and decoder keep in step: counters (22-bit
+    probability << 10 | count, all 1/2 and count 0 when fresh) and mixer weights (16.16;
+    the exponent's ``T * K`` sets, then the sign's 32). About 50 kB, so a fresh state per
+    tensor costs microseconds."""
+
+    def __init__(self) -> None:
+        self.counters = np.full(int(_BASE[-1]), (1 << 21) << 10, dtype=np.uint32)
+        self.weights = np.full((T * K + 32) * NW, W0, dtype=np.int64)
+
+
+@inline
+def _mix(bit, j0, j1, j2, wb, ctr, w, sq, st, rates, rc, buf, dec):
+    """Predict from counters ``j0, j1`` and ``j2`` (``j2 < 0``: none) mixed with the weights
+    at ``wb``, code or decode (``dec``) the bit, learn; returns the bit."""
+    x0 = st[np.int64(ctr[j0]) >> 20]
+    x1 = st[np.int64(ctr[j1]) >> 20]
+    x2 = st[np.int64(ctr[j2]) >> 20] if j2 >= 0 else 0
+    dot = x0 * w[wb] + x1 * w[wb + 1] + x2 * w[wb + 2] + 256 * w[wb + 3]
+    d = min(max(dot >> 16, -2047), 2047)
+    p = sq[d + 2048]
+    if dec:
+        bit = rc_decode_bit(rc, buf, p)
+    else:
+        rc_encode_bit(rc, buf, bit, p)
+    err = ((bit << 12) - p) * MIX_LR
+    w[wb] += (x0 * err) >> 16
+    w[wb + 1] += (x1 * err) >> 16
+    w[wb + 2] += (x2 * err) >> 16
+    w[wb + 3] += (256 * err) >> 16
+    counter_learn(ctr, j0, bit, rates)
+    counter_learn(ctr, j1, bit, rates)
+    if j2 >= 0:
+        counter_learn(ctr, j2, bit, rates)
+    return bit
+
+
+@inline
+def _direct(bit, j, ctr, rates, rc, buf, dec):
+    """Code or decode a bit at counter ``j``'s probability, learn; returns the bit."""
+    p = max(np.int64(ctr[j]) >> 20, 1)
+    if dec:
+        bit = rc_decode_bit(rc, buf, p)
+    else:
+        rc_encode_bit(rc, buf, bit, p)
+    counter_learn(ctr, j, bit, rates)
+    return bit
+
+
+@inline
+def _rel(k, pred):
+    return min(max(k - pred + 3, 0), 7)
+
+
+@njit
+def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, rc, buf, dec):
+    """Code (``dec`` False) or decode the tensors of ``shapes`` (int64 (n, 3): rows, cols,
+    kernel width), whose signed symbols ``sym`` are flat and back to back (filled when
+    decoding)."""
+    kc = np.zeros(sym.size, dtype=np.int64)
+    sg = np.zeros(sym.size, dtype=np.int64)
+    sb0 = T * K * NW
+    start = 0
+    for tensor in range(shapes.shape[0]):
+        rows, cols, kw = shapes[tensor, 0], shapes[tensor, 1], shapes[tensor, 2]
+        kk = kw * kw
+        lev = 0
+        for r in range(rows):
+            tap = 0
+            for c in range(cols):
+                i = start + r * cols + c
+                pred = min((lev + 8) >> 4, K - 1)
+                ka = kc[i - 1] if c >= 1 else 0
+                ku = kc[i - kw] if c >= kw else 0
+                ko = kc[i - cols] if r >= 1 else 0
+                da = _rel(ka, pred)
+                tp = min(tap, 31)
+                m = 0 if dec else mag_of[sym[i]]
+                k = m >> 2
+                j0 = base[0] + (0 * K + pred) * 8 + da
+                j1 = base[1] + (0 * 8 + _rel(ku, pred)) * 8 + _rel(ko, pred)
+                j2 = base[2] + (0 * 32 + tp) * 8 + da
+                # exponent class: the decision ids step j0..j2 by whole (t) blocks
+                cand, t, up, s = pred, 0, 0, 0
+                while True:
+                    o0, o1, o2 = t * K * 8, t * 64, t * 256
+                    if t == 1 and (pred == 0 or pred == K - 1):
+                        up, t, s = (1 if pred == 0 else 0), 2 + (1 if pred == 0 else 0), 1
+                        cand = pred + 1 if up else pred - 1
+                        continue
+                    if t >= 2 and cand == (K - 1 if up else 0):
+                        break  # the last candidate: nothing to code
+                    bit = (1 if k == pred else 0) if t == 0 else (
+                        (1 if k > pred else 0) if t == 1 else (1 if k == cand else 0))
+                    bit = _mix(bit, j0 + o0, j1 + o1, j2 + o2, (t * K + pred) * NW,
+                               ctr, w, sq, st, rates, rc, buf, dec)  # fmt: skip
+                    if t == 0:
+                        if bit:
+                            break
+                        t = 1
+                    elif t == 1:
+                        up, s = bit, 1
+                        cand = pred + 1 if up else pred - 1
+                        t = 2 + up
+                    else:
+                        if bit:
+                            break
+                        s += 1
+                        cand = cand + 1 if up else cand - 1
+                        t = 2 + 2 * min(s - 1, 6) + up
+                k = cand
+                f = 0 if dec else m & 3
+                hi = _direct(f >> 1, base[3] + K + k, ctr, rates, rc, buf, dec)
+                lo = _direct(f & 1, base[3] + (2 + hi) * K + k, ctr, rates, rc, buf, dec)
+                m = 4 * k + 2 * hi + lo
+                kc[i] = k
+                lev += ((k << 4) - lev) >> 2
+                neg = 0
+                if m > 0:
+                    sa = sg[i - 1] if c >= 1 else 0
+                    sb = sg[i - 2] if c >= 2 else 0
+                    su = sg[i - kw] if c >= kw else 0
+                    sh = sg[i - kk] if c >= kk else 0
+                    q = min(k + 1, 31)
+                    neg = 0 if dec else neg_of[sym[i]]
+                    neg = _mix(neg, base[4] + ((sa * 3 + su) * 3 + sh) * 3 + sb,
+                               base[5] + (sa * 3 + su) * 32 + tp, -1, sb0 + q * NW,
+                               ctr, w, sq, st, rates, rc, buf, dec)  # fmt: skip
+                    sg[i] = 1 + neg
+                if dec:
+                    sym[i] = signed_of[2 * m + neg]
+                tap = tap + 1 if tap + 1 < kk else 0
+        start += rows * cols
+
+
+def _shapes(shapes: Sequence[tuple[int, int]]) -> np.ndarray:
+    """int64 (n, 3): rows, cols and kernel width of each tensor."""
+    return np.array([(r, c, kernel_width(c)) for r, c in shapes], dtype=np.int64).reshape(-1, 3)
+
+
+def encode_message(tensors: Sequence[TensorSymbols], state: FastState | None = None) -> bytes:
+    """One stream of the tensors in the order given, statistics carried from one to the
+    next (``state``: the statistics to start from and update; default fresh)."""
+    if not tensors:
+        return b""
+    state = FastState() if state is None else state
+    sym = np.concatenate([np.asarray(x.symbols, dtype=np.int64).ravel() for x in tensors])
+    shapes = _shapes([x.shape for x in tensors])
+    # at most 36 decisions of at most 13 bits a symbol; calloc'd pages cost only if written
+    buf = np.zeros(59 * sym.size + 16, dtype=np.uint8)
+    rc = np.array([0, 0xFFFFFFFF, 0], dtype=np.int64)
+    mag_of, neg_of, signed_of = symbol_tables(tensors[0].grid)
+    _code(sym, shapes, mag_of, neg_of, signed_of, state.counters, state.weights, _SQ, _ST,
+          _RATES, _BASE, rc, buf, False)  # fmt: skip
+    rc_flush(rc, buf)
+    return buf[: rc[2]].tobytes()
+
+
+def decode_message(
+    data: bytes, shapes: Sequence[tuple[int, int]], grid: GridQuantizer,
+    state: FastState | None = None,
+) -> list[np.ndarray]:  # fmt: skip
+    """Inverse of :func:`encode_message`: the signed symbols (int64, each its shape)."""
+    state = FastState() if state is None else state
+    src = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one compiled function
+    x0 = 0
+    for k in range(4):
+        x0 = (x0 << 8) | (int(src[k]) if k < src.size else 255)
+    rc = np.array([0, 0xFFFFFFFF, x0, 4], dtype=np.int64)
+    shp = _shapes(shapes)
+    sym = np.zeros(int(np.sum(shp[:, 0] * shp[:, 1])), dtype=np.int64)
+    mag_of, neg_of, signed_of = symbol_tables(grid)
+    _code(sym, shp, mag_of, neg_of, signed_of, state.counters, state.weights, _SQ, _ST,
+          _RATES, _BASE, rc, src, True)  # fmt: skip
+    ends = np.cumsum(shp[:, 0] * shp[:, 1])[:-1]
+    return [s.reshape(int(r), int(c)) for s, (r, c, _) in zip(np.split(sym, ends), shp, strict=True)]
+
+
+class CMFastCoder(Coder):
+    """Fast context-mixing binary arithmetic coder of one tensor; see the module
+    docstring."""
+
+    name = "cm_fast"
+    color = "firebrick"
+    in_figure = True
+
+    def encode(self, x: TensorSymbols) -> Bitstream:
+        return Bitstream(side=(), payload=(encode_message([x]),), shape=x.shape)
+
+    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
+        (data,) = stream.payload
+        return decode_message(bytes(data), [stream.shape], grid)[0]
