@@ -1,8 +1,8 @@
 """Fast context-mixing binary arithmetic coder (``cm_fast``): the speed preset of
 :mod:`~gradcomp.coding.cm`, about 6 binary decisions per FP8 symbol instead of 8, each
-mixing at most 3 adaptive counters instead of 8, no APM; integer arithmetic throughout (the
-counters, tables and range coder of :mod:`~gradcomp.coding.binary_rc`), so a stream decodes
-the same on every machine.
+mixing 3 adaptive counters instead of 8 (or reading one), no APM; integer arithmetic
+throughout (the counters, tables and range coder of :mod:`~gradcomp.coding.binary_rc`), so
+a stream decodes the same on every machine.
 
 Decisions of one entry, magnitude index ``m = 4 k + f`` (``k = m >> 2`` in ``[0, 32)``, the
 exponent class; ``f`` in ``[0, 4)`` the mantissa; E5M2):
@@ -24,11 +24,13 @@ kernel_width` of ``cols``), ``h`` = ``(r, c-kw^2)``, ``o`` = ``(r-1, c)``; ``d_x
 ``s`` 0 zero, 1 +, 2 -; ``q`` the entry's own class (``k + 1``, at most 31).
 
 Models (a counter per context): exponent ``(t, pred, d_a)``, ``(t, d_u, d_o)``,
-``(t, tap, d_a)``, mixed with weights chosen by ``(t, pred)``; sign ``(s_a, s_u, s_h,
-s_b)`` and ``(s_a, s_u, tap)``, mixed with weights chosen by ``q``. These are the models
-of an ablation on ``bench/data/real_fp8_sample.npz`` that kept every model whose removal
-cost more than 0.005 bit per entry (the kernel tap in both the exponent and the sign
-models is worth 0.07).
+``(t, tap, d_a)``, mixed with weights chosen by ``t``; sign ``(s_a, s_u, q)``, ``(s_a, s_u,
+s_h, s_b)``, ``(s_a, s_u, tap)``, mixed with weights chosen by ``q``. Chosen by ablation on
+``bench/data/real_fp8_sample.npz`` (bits per entry, per tensor): the kernel tap is worth
+0.066 in the exponent models and 0.066 in the sign models; a model ``(t, d_h, d_b)`` and an
+exponent model of ``(t, pred)`` alone changed the total by < 0.004, and mixing the
+mantissa's counters by < 0.001; mixer weights chosen by ``t`` rather than ``(t, pred)``
+saved 0.014.
 
 Scope as in ``cm_context``: :class:`CMFastCoder` codes one tensor from fresh statistics;
 :func:`encode_message` codes a list of tensors in one stream (one compiled call), the
@@ -63,8 +65,8 @@ __all__ = ["CMFastCoder", "FastState", "decode_message", "encode_message"]
 
 K, T = 32, 16  # exponent classes; exponent decision ids
 # counters per model: exponent (t, pred, d_a), (t, d_u, d_o), (t, tap, d_a); mantissa
-# (node, k); sign (s_a, s_u, s_h, s_b), (s_a, s_u, tap)
-SIZES = (T * K * 8, T * 8 * 8, T * 32 * 8, 4 * K, 81, 9 * 32)
+# (node, k); sign (s_a, s_u, q), (s_a, s_u, s_h, s_b), (s_a, s_u, tap)
+SIZES = (T * K * 8, T * 8 * 8, T * 32 * 8, 4 * K, 9 * 32, 81, 9 * 32)
 NW = 4  # mixer weights per set: 3 inputs and a bias
 MIX_LR = 14  # mixer learning rate (error multiplier)
 W0 = 65536 // 4  # initial mixer weight, 16.16
@@ -80,16 +82,17 @@ class FastState:
 
     def __init__(self) -> None:
         self.counters = np.full(int(_BASE[-1]), (1 << 21) << 10, dtype=np.uint32)
-        self.weights = np.full((T * K + 32) * NW, W0, dtype=np.int64)
+        self.weights = np.full((T + 32) * NW, W0, dtype=np.int64)
 
 
 @inline
 def _mix(bit, j0, j1, j2, wb, ctr, w, sq, st, rates, rc, buf, dec):
-    """Predict from counters ``j0, j1`` and ``j2`` (``j2 < 0``: none) mixed with the weights
-    at ``wb``, code or decode (``dec``) the bit, learn; returns the bit."""
+    """Predict from counters ``j0, j1, j2`` mixed with the weights at ``wb``, code or decode
+    (``dec``) the bit, learn; returns the bit. Always 3 inputs: an optional one behind a
+    branch made every decision ~20 ns slower (measured)."""
     x0 = st[np.int64(ctr[j0]) >> 20]
     x1 = st[np.int64(ctr[j1]) >> 20]
-    x2 = st[np.int64(ctr[j2]) >> 20] if j2 >= 0 else 0
+    x2 = st[np.int64(ctr[j2]) >> 20]
     dot = x0 * w[wb] + x1 * w[wb + 1] + x2 * w[wb + 2] + 256 * w[wb + 3]
     d = min(max(dot >> 16, -2047), 2047)
     p = sq[d + 2048]
@@ -104,8 +107,7 @@ def _mix(bit, j0, j1, j2, wb, ctr, w, sq, st, rates, rc, buf, dec):
     w[wb + 3] += (256 * err) >> 16
     counter_learn(ctr, j0, bit, rates)
     counter_learn(ctr, j1, bit, rates)
-    if j2 >= 0:
-        counter_learn(ctr, j2, bit, rates)
+    counter_learn(ctr, j2, bit, rates)
     return bit
 
 
@@ -131,22 +133,27 @@ def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, r
     """Code (``dec`` False) or decode the tensors of ``shapes`` (int64 (n, 3): rows, cols,
     kernel width), whose signed symbols ``sym`` are flat and back to back (filled when
     decoding)."""
-    kc = np.zeros(sym.size, dtype=np.int64)
-    sg = np.zeros(sym.size, dtype=np.int64)
-    sb0 = T * K * NW
+    sb0 = T * NW
     start = 0
     for tensor in range(shapes.shape[0]):
         rows, cols, kw = shapes[tensor, 0], shapes[tensor, 1], shapes[tensor, 2]
         kk = kw * kw
+        # the row's classes and sign states after kk >= 2 zeros (the missing neighbours),
+        # and the previous row's classes: no bounds test per neighbour
+        pad = max(kk, 2)
+        kc = np.zeros(pad + cols, dtype=np.int64)
+        sg = np.zeros(pad + cols, dtype=np.int64)
+        kp = np.zeros(cols, dtype=np.int64)
         lev = 0
         for r in range(rows):
             tap = 0
             for c in range(cols):
                 i = start + r * cols + c
+                e = pad + c
                 pred = min((lev + 8) >> 4, K - 1)
-                ka = kc[i - 1] if c >= 1 else 0
-                ku = kc[i - kw] if c >= kw else 0
-                ko = kc[i - cols] if r >= 1 else 0
+                ka = kc[e - 1]
+                ku = kc[e - kw]
+                ko = kp[c]
                 da = _rel(ka, pred)
                 tp = min(tap, 31)
                 m = 0 if dec else mag_of[sym[i]]
@@ -166,7 +173,7 @@ def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, r
                         break  # the last candidate: nothing to code
                     bit = (1 if k == pred else 0) if t == 0 else (
                         (1 if k > pred else 0) if t == 1 else (1 if k == cand else 0))
-                    bit = _mix(bit, j0 + o0, j1 + o1, j2 + o2, (t * K + pred) * NW,
+                    bit = _mix(bit, j0 + o0, j1 + o1, j2 + o2, t * NW,
                                ctr, w, sq, st, rates, rc, buf, dec)  # fmt: skip
                     if t == 0:
                         if bit:
@@ -187,23 +194,22 @@ def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, r
                 hi = _direct(f >> 1, base[3] + K + k, ctr, rates, rc, buf, dec)
                 lo = _direct(f & 1, base[3] + (2 + hi) * K + k, ctr, rates, rc, buf, dec)
                 m = 4 * k + 2 * hi + lo
-                kc[i] = k
+                kc[e] = k
                 lev += ((k << 4) - lev) >> 2
                 neg = 0
                 if m > 0:
-                    sa = sg[i - 1] if c >= 1 else 0
-                    sb = sg[i - 2] if c >= 2 else 0
-                    su = sg[i - kw] if c >= kw else 0
-                    sh = sg[i - kk] if c >= kk else 0
+                    sa, sb, su, sh = sg[e - 1], sg[e - 2], sg[e - kw], sg[e - kk]
                     q = min(k + 1, 31)
                     neg = 0 if dec else neg_of[sym[i]]
-                    neg = _mix(neg, base[4] + ((sa * 3 + su) * 3 + sh) * 3 + sb,
-                               base[5] + (sa * 3 + su) * 32 + tp, -1, sb0 + q * NW,
+                    neg = _mix(neg, base[4] + (sa * 3 + su) * 32 + q,
+                               base[5] + ((sa * 3 + su) * 3 + sh) * 3 + sb,
+                               base[6] + (sa * 3 + su) * 32 + tp, sb0 + q * NW,
                                ctr, w, sq, st, rates, rc, buf, dec)  # fmt: skip
-                    sg[i] = 1 + neg
+                sg[e] = 1 + neg if m > 0 else 0
                 if dec:
                     sym[i] = signed_of[2 * m + neg]
                 tap = tap + 1 if tap + 1 < kk else 0
+            kp[:] = kc[pad:]
         start += rows * cols
 
 
