@@ -37,8 +37,8 @@ __all__ = [
 ]  # fmt: skip
 
 njit = numba.njit(cache=True, nogil=True)
-# inlined into its caller by numba: a call between compiled functions that passes arrays
-# costs a reference-count update per array (measured ~170 ns per 13-array call)
+# inlined into its caller by numba: a call between compiled functions that passes 13
+# arrays measured ~170 ns (argument handling and reference counts), an inlined one ~12 ns
 inline = numba.njit(inline="always")
 MASK32 = 0xFFFFFFFF
 LIMIT = 127  # largest count of an adaptive counter: its rate stays >= 1/(LIMIT + 1.5)
