@@ -43,6 +43,8 @@ from gradcomp.coding import (
     HuffmanCode,
     ans_decode,
     ans_encode,
+    cm,
+    cm_fast,
     entropy_bits,
     general_purpose_bits,
     lz78_decode,
@@ -50,7 +52,6 @@ from gradcomp.coding import (
 )
 from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.byte_coders import fp8_bytes
-from gradcomp.coding import cm, cm_fast
 from gradcomp.coding.cm import CMCoder
 from gradcomp.coding.cm_fast import CMFastCoder
 from gradcomp.coding.context import ContextCoder

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gradcomp.coding import cm, cm_fast
 from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.binary_rc import (
     rc_decode_bit,
@@ -32,7 +33,6 @@ from gradcomp.coding.binary_rc import (
     squash_table,
     stretch_table,
 )
-from gradcomp.coding import cm, cm_fast
 from gradcomp.coding.cm import kernel_width
 from gradcomp.coding.registry import builtin_specs
 from gradcomp.quantization.grids import get_grid

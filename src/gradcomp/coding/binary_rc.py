@@ -32,8 +32,9 @@ except ImportError as exc:  # a hard dependency: say so instead of falling back 
     ) from exc
 
 __all__ = [
-    "LIMIT", "MASK32", "counter_learn", "counter_rates", "inline", "njit", "rc_decode_bit",
-    "rc_encode_bit", "rc_flush", "squash_table", "stretch_table",
+    "LIMIT", "MASK32", "counter_learn", "counter_rates", "inline", "njit", "rc_bytes",
+    "rc_code_bit", "rc_decode_bit", "rc_decoder", "rc_encode_bit", "rc_encoder", "rc_flush",
+    "squash_table", "stretch_table",
 ]  # fmt: skip
 
 njit = numba.njit(cache=True, nogil=True)
@@ -137,3 +138,36 @@ def rc_decode_bit(state, data, p):
         x = ((x << 8) & MASK32) | byte
     state[0], state[1], state[2] = low, high, x
     return bit
+
+
+@inline
+def rc_code_bit(state, buf, bit, p, dec):
+    """Decode the next bit (``dec``; ``state`` and ``buf`` a decoder's) or encode ``bit``
+    (an encoder's) at P(1) = ``p``/4096; returns the bit: one function codes both ways."""
+    if dec:
+        return rc_decode_bit(state, buf, p)
+    rc_encode_bit(state, buf, bit, p)
+    return bit
+
+
+def rc_encoder(max_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fresh encoder: its state (int64[3], see :func:`rc_encode_bit`) and an output buffer
+    of ``max_bytes`` (zeroed pages, which cost memory only once written)."""
+    return np.array([0, MASK32, 0], dtype=np.int64), np.zeros(max_bytes, dtype=np.uint8)
+
+
+def rc_bytes(state: np.ndarray, out: np.ndarray) -> bytes:
+    """End the stream (:func:`rc_flush`) and return its bytes."""
+    rc_flush(state, out)
+    return out[: state[2]].tobytes()
+
+
+def rc_decoder(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """A decoder of ``data``: its state (int64[4], see :func:`rc_decode_bit`, the first 4
+    bytes read) and the bytes as a writable uint8 array (one compiled function codes both
+    ways, and numba types a read-only array apart)."""
+    src = np.frombuffer(data, dtype=np.uint8).copy()
+    x0 = 0
+    for k in range(4):
+        x0 = (x0 << 8) | (int(src[k]) if k < src.size else 255)
+    return np.array([0, MASK32, x0, 4], dtype=np.int64), src

@@ -49,9 +49,10 @@ from gradcomp.coding.binary_rc import (
     counter_rates,
     inline,
     njit,
-    rc_decode_bit,
-    rc_encode_bit,
-    rc_flush,
+    rc_bytes,
+    rc_code_bit,
+    rc_decoder,
+    rc_encoder,
     squash_table,
     stretch_table,
 )
@@ -134,10 +135,7 @@ def _mix_code(bit, idx, x, n, mset, actx, ctr, weights, apm, sq, st, rates, rc, 
         p = 1
     elif p > 4095:
         p = 4095
-    if dec:
-        bit = rc_decode_bit(rc, buf, p)
-    else:
-        rc_encode_bit(rc, buf, bit, p)
+    bit = rc_code_bit(rc, buf, bit, p, dec)
     # learn: mixer, APM (the nearer bucket), counters
     err = ((bit << 12) - p_mix) * MIX_LR
     for i in range(n + 1):
@@ -265,13 +263,11 @@ def encode_message(tensors: Sequence[TensorSymbols], state: CMState | None = Non
     next (``state``: the statistics to start from and update; default fresh)."""
     state = CMState() if state is None else state
     total = sum(int(np.prod(x.shape)) for x in tensors)
-    buf = np.zeros(13 * total + 16, dtype=np.uint8)  # 8 decisions of <= 12 bits each
-    rc = np.array([0, 0xFFFFFFFF, 0], dtype=np.int64)
+    rc, buf = rc_encoder(13 * total + 16)  # 8 decisions of <= 13 bits each
     for x in tensors:
         sym = np.ascontiguousarray(x.symbols, dtype=np.int64).ravel()
         _run(sym, x.shape, x.grid, state, buf, rc, False)
-    rc_flush(rc, buf)
-    return buf[: rc[2]].tobytes()
+    return rc_bytes(rc, buf)
 
 
 def decode_message(
@@ -280,12 +276,7 @@ def decode_message(
 ) -> list[np.ndarray]:  # fmt: skip
     """Inverse of :func:`encode_message`: the signed symbols (int64, each its shape)."""
     state = CMState() if state is None else state
-    # writable: one compiled function codes both ways
-    src = np.frombuffer(data, dtype=np.uint8).copy()
-    x0 = 0
-    for k in range(4):
-        x0 = (x0 << 8) | (int(src[k]) if k < src.size else 255)
-    rc = np.array([0, 0xFFFFFFFF, x0, 4], dtype=np.int64)
+    rc, src = rc_decoder(data)
     out = []
     for shape in shapes:
         sym = np.zeros(shape[0] * shape[1], dtype=np.int64)
@@ -300,10 +291,13 @@ class CMCoder(Coder):
     name = "cm_context"
     color = "darkred"
     in_figure = True
+    # the message coder of this kind, one tensor a message
+    encode_message = staticmethod(encode_message)
+    decode_message = staticmethod(decode_message)
 
     def encode(self, x: TensorSymbols) -> Bitstream:
-        return Bitstream(side=(), payload=(encode_message([x]),), shape=x.shape)
+        return Bitstream(side=(), payload=(self.encode_message([x]),), shape=x.shape)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
         (data,) = stream.payload
-        return decode_message(bytes(data), [stream.shape], grid)[0]
+        return self.decode_message(bytes(data), [stream.shape], grid)[0]

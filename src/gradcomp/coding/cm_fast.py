@@ -41,24 +41,24 @@ Units: symbols are the grid's signed symbols (int, shape (rows, cols)); sizes in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
-from gradcomp.coding.base import Bitstream, Coder, TensorSymbols
+from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.binary_rc import (
     counter_learn,
     counter_rates,
     inline,
     njit,
-    rc_decode_bit,
-    rc_encode_bit,
-    rc_flush,
+    rc_bytes,
+    rc_code_bit,
+    rc_decoder,
+    rc_encoder,
     squash_table,
     stretch_table,
 )
-from gradcomp.coding.cm import kernel_width, symbol_tables
+from gradcomp.coding.cm import CMCoder, kernel_width, symbol_tables
 from gradcomp.quantization.grids import GridQuantizer
 
 __all__ = ["CMFastCoder", "FastState", "decode_message", "encode_message"]
@@ -96,10 +96,7 @@ def _mix(bit, j0, j1, j2, wb, ctr, w, sq, st, rates, rc, buf, dec):
     dot = x0 * w[wb] + x1 * w[wb + 1] + x2 * w[wb + 2] + 256 * w[wb + 3]
     d = min(max(dot >> 16, -2047), 2047)
     p = sq[d + 2048]
-    if dec:
-        bit = rc_decode_bit(rc, buf, p)
-    else:
-        rc_encode_bit(rc, buf, bit, p)
+    bit = rc_code_bit(rc, buf, bit, p, dec)
     err = ((bit << 12) - p) * MIX_LR
     w[wb] += (x0 * err) >> 16
     w[wb + 1] += (x1 * err) >> 16
@@ -115,10 +112,7 @@ def _mix(bit, j0, j1, j2, wb, ctr, w, sq, st, rates, rc, buf, dec):
 def _direct(bit, j, ctr, rates, rc, buf, dec):
     """Code or decode a bit at counter ``j``'s probability, learn; returns the bit."""
     p = max(np.int64(ctr[j]) >> 20, 1)
-    if dec:
-        bit = rc_decode_bit(rc, buf, p)
-    else:
-        rc_encode_bit(rc, buf, bit, p)
+    bit = rc_code_bit(rc, buf, bit, p, dec)
     counter_learn(ctr, j, bit, rates)
     return bit
 
@@ -171,8 +165,12 @@ def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, r
                         continue
                     if t >= 2 and cand == (K - 1 if up else 0):
                         break  # the last candidate: nothing to code
-                    bit = (1 if k == pred else 0) if t == 0 else (
-                        (1 if k > pred else 0) if t == 1 else (1 if k == cand else 0))
+                    if t == 0:
+                        bit = 1 if k == pred else 0
+                    elif t == 1:
+                        bit = 1 if k > pred else 0
+                    else:
+                        bit = 1 if k == cand else 0
                     bit = _mix(bit, j0 + o0, j1 + o1, j2 + o2, t * NW,
                                ctr, w, sq, st, rates, rc, buf, dec)  # fmt: skip
                     if t == 0:
@@ -226,14 +224,11 @@ def encode_message(tensors: Sequence[TensorSymbols], state: FastState | None = N
     state = FastState() if state is None else state
     sym = np.concatenate([np.asarray(x.symbols, dtype=np.int64).ravel() for x in tensors])
     shapes = _shapes([x.shape for x in tensors])
-    # at most 36 decisions of at most 13 bits a symbol; calloc'd pages cost only if written
-    buf = np.zeros(59 * sym.size + 16, dtype=np.uint8)
-    rc = np.array([0, 0xFFFFFFFF, 0], dtype=np.int64)
+    rc, buf = rc_encoder(59 * sym.size + 16)  # <= 36 decisions of <= 13 bits a symbol
     mag_of, neg_of, signed_of = symbol_tables(tensors[0].grid)
     _code(sym, shapes, mag_of, neg_of, signed_of, state.counters, state.weights, _SQ, _ST,
           _RATES, _BASE, rc, buf, False)  # fmt: skip
-    rc_flush(rc, buf)
-    return buf[: rc[2]].tobytes()
+    return rc_bytes(rc, buf)
 
 
 def decode_message(
@@ -242,31 +237,22 @@ def decode_message(
 ) -> list[np.ndarray]:  # fmt: skip
     """Inverse of :func:`encode_message`: the signed symbols (int64, each its shape)."""
     state = FastState() if state is None else state
-    src = np.frombuffer(data, dtype=np.uint8).copy()  # writable: one compiled function
-    x0 = 0
-    for k in range(4):
-        x0 = (x0 << 8) | (int(src[k]) if k < src.size else 255)
-    rc = np.array([0, 0xFFFFFFFF, x0, 4], dtype=np.int64)
+    rc, src = rc_decoder(data)
     shp = _shapes(shapes)
     sym = np.zeros(int(np.sum(shp[:, 0] * shp[:, 1])), dtype=np.int64)
     mag_of, neg_of, signed_of = symbol_tables(grid)
     _code(sym, shp, mag_of, neg_of, signed_of, state.counters, state.weights, _SQ, _ST,
           _RATES, _BASE, rc, src, True)  # fmt: skip
     ends = np.cumsum(shp[:, 0] * shp[:, 1])[:-1]
-    return [s.reshape(int(r), int(c)) for s, (r, c, _) in zip(np.split(sym, ends), shp, strict=True)]
+    parts = np.split(sym, ends)
+    return [s.reshape(int(r), int(c)) for s, (r, c, _) in zip(parts, shp, strict=True)]
 
 
-class CMFastCoder(Coder):
+class CMFastCoder(CMCoder):
     """Fast context-mixing binary arithmetic coder of one tensor; see the module
     docstring."""
 
     name = "cm_fast"
     color = "firebrick"
-    in_figure = True
-
-    def encode(self, x: TensorSymbols) -> Bitstream:
-        return Bitstream(side=(), payload=(encode_message([x]),), shape=x.shape)
-
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
-        (data,) = stream.payload
-        return decode_message(bytes(data), [stream.shape], grid)[0]
+    encode_message = staticmethod(encode_message)
+    decode_message = staticmethod(decode_message)
