@@ -77,8 +77,8 @@ _SQ, _ST, _RATES = squash_table(), stretch_table(), counter_rates()
 class FastState:
     """The adaptive statistics coder and decoder keep in step: counters (22-bit
     probability << 10 | count, all 1/2 and count 0 when fresh) and mixer weights (16.16;
-    the exponent's ``T * K`` sets, then the sign's 32). About 50 kB, so a fresh state per
-    tensor costs microseconds."""
+    the exponent's ``T`` sets, one per decision id, then the sign's 32, one per class). About
+    41 kB, so a fresh state per tensor costs microseconds."""
 
     def __init__(self) -> None:
         self.counters = np.full(int(_BASE[-1]), (1 << 21) << 10, dtype=np.uint32)
@@ -152,10 +152,10 @@ def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, r
                 tp = min(tap, 31)
                 m = 0 if dec else mag_of[sym[i]]
                 k = m >> 2
-                j0 = base[0] + (0 * K + pred) * 8 + da
-                j1 = base[1] + (0 * 8 + _rel(ku, pred)) * 8 + _rel(ko, pred)
-                j2 = base[2] + (0 * 32 + tp) * 8 + da
-                # exponent class: the decision ids step j0..j2 by whole (t) blocks
+                # the exponent's counters at decision id 0; id t adds whole blocks (o0..o2)
+                j0 = base[0] + pred * 8 + da
+                j1 = base[1] + _rel(ku, pred) * 8 + _rel(ko, pred)
+                j2 = base[2] + tp * 8 + da
                 cand, t, up, s = pred, 0, 0, 0
                 while True:
                     o0, o1, o2 = t * K * 8, t * 64, t * 256
