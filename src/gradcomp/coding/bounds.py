@@ -3,8 +3,9 @@ magnitudes coded plus one raw sign bit per non-zero entry:
 
 - ``entropy``: ``n H(M)``, the empirical entropy of the tensor's magnitudes: the floor of
   every code that treats entries as i.i.d. (table cost aside);
-- ``xent_<family>``: ``-sum log2 q(m)`` under the fitted family's floored pmf, what an ideal
-  arithmetic coder driven by the i.i.d. model spends;
+- ``xent_<family>``: ``-sum log2 q(m)`` under the fitted family's floored pmf (the fit's
+  parameters as float32, as the model coders send them), what an ideal arithmetic coder
+  driven by the i.i.d. model spends;
 - ``entropy_channel``: ``sum_r n_r H(M | row r)``, each output channel's own empirical
   entropy: the limit of per-channel i.i.d. codes (``ans_gennorm_channel``);
 - ``entropy_context`` (in-sample, not a bound a coder can reach): ``n H(M | C) + n' H(S |
@@ -35,7 +36,7 @@ from gradcomp.coding.context import (
     sign_contexts,
     sign_states,
 )
-from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of
+from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of, write_fit
 
 __all__ = [
     "ChannelEntropy",
@@ -134,7 +135,8 @@ class CrossEntropy(_CountedBound):
         self.needs = (family,)
 
     def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:
-        q = model_pmf_of(c.fits[self.family], c.grid)
+        # the fit as a decoder reads it (float32), as the model coders use it
+        q = model_pmf_of(write_fit(c.fits[self.family])[1], c.grid)
         counts = c.magnitudes
         used = counts > 0
         return float(-(counts[used] * np.log2(q[used])).sum()) + c.n_nonzero, 0

@@ -5,17 +5,25 @@ A full dump of a paper-scale model is large (ResNet-50: ~190 MB per epoch and ki
 T1 and L5's "all tensors" panel still need every trainable tensor, as the authors coded
 them. With ``lossless.coding.stream`` on, the training job therefore fits and codes, at the
 end of every epoch, every trainable tensor of at least ``lossless.fit.skip_below``
-entries exactly as ``fit_lossless`` and ``code_lossless`` would from a full dump (the same
-families, ``floc``, zero atom, grid, scalings, accountings and coders, on the same float32
+entries as ``fit_lossless`` and ``code_lossless`` would from a full dump (the same
+families, ``floc``, zero atom, grid, scalings, accountings, on the same float32
 gradients), and keeps only the coding rows (columns
 :data:`~gradcomp.lossless.code_lossless.CODING_COLUMNS`; a few kB per epoch) in
 ``coded_all.tsv``. ``code_lossless`` then adds the rows of the tensors without a dump.
 
+Every coder writes (and with ``verify`` decodes) its stream only for the tensors of
+``lossless.coding.sample`` (:meth:`StreamSettings.sampled`); every other tensor gets the
+rows of the coders and bounds whose size follows from the symbol counts
+(:mod:`gradcomp.coding.counts`: Huffman, i.i.d. ANS, fp8, the entropies), from histograms
+taken on the tensor's device (column ``length``: ``counts``).
+
 ``stream: auto`` (the default) streams a model exactly when ``dump_tensors`` restricts its
 dumps (patterns given for it, none of them ``"*"``); ``true`` always, ``false`` never.
 
-Cost: the coders' time, not the fits' (GenNorm's profile MLE is a few ms a tensor); with
-``workers > 1`` the tensors of an epoch are coded in that many processes.
+Cost (bench/bench_stream.py, docs/cluster.md): the fits and the per-tensor model pmfs and
+Huffman codes, a few ms a tensor, and four histograms (two scalings x two accountings);
+with ``workers > 1`` the tensors of an epoch are coded in that many processes (their
+histograms then on the CPU).
 """
 
 from __future__ import annotations
