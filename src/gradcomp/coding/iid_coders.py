@@ -15,13 +15,13 @@ reads them back, so both sides design the code from the float32 values.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import constriction
 import numpy as np
 import scipy.stats
-from bitarray import bitarray
+from bitarray import bitarray, frozenbitarray
 
 from gradcomp.coding.ans import categorical_model
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols, sign_bits, with_signs
@@ -35,9 +35,10 @@ from gradcomp.quantization.grids import GridQuantizer
 __all__ = ["AnsModelCoder", "HuffmanEmpiricalCoder", "HuffmanModelCoder", "model_pmf_of"]
 
 PMF_FLOOR = 1e-12
-PMF_CACHE = 64
+CACHED = 64
 ANS_PRECISION = 24  # bits of constriction's fixed-point probabilities (its default coder)
 _pmfs: dict[tuple, np.ndarray] = {}
+_sides: dict[tuple, tuple] = {}
 FAMILY_COLORS = {"norm": "C0", "laplace": "C2", "gennorm": "C3", "dweibull": "C4"}
 
 
@@ -47,19 +48,31 @@ def param_names(family: str) -> list[str]:
     return [*(shapes.split(", ") if shapes else []), "loc", "scale"]
 
 
+def _remembered(cache: dict, key: tuple, make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make()`` the first time; the last :data:`CACHED` kept (a
+    tensor's coders and bounds share its fits' side information and pmfs)."""
+    if key not in cache:
+        if len(cache) >= CACHED:
+            cache.pop(next(iter(cache)))
+        cache[key] = make()
+    return cache[key]
+
+
+def _fit_key(fitted: FittedDistribution) -> tuple:
+    return fitted.family, tuple(sorted(fitted.params.items())), fitted.p0
+
+
 def model_pmf_of(fitted: FittedDistribution, grid: GridQuantizer) -> np.ndarray:
     """Floored magnitude-bin pmf (K,) of a fitted law (its atom ``p0`` in the zero bin);
-    read-only (the last :data:`PMF_CACHE` are kept: a tensor's coders share them)."""
-    key = (fitted.family, tuple(sorted(fitted.params.items())), fitted.p0,
-           grid.levels.tobytes())  # fmt: skip
-    if key not in _pmfs:
+    read-only."""
+
+    def make() -> np.ndarray:
         pmf = model_magnitude_pmf(fitted.cdf, grid.magnitude_edges, sf=fitted.sf)
         pmf = floor_and_renormalise(pmf, PMF_FLOOR)
         pmf.flags.writeable = False
-        if len(_pmfs) >= PMF_CACHE:
-            _pmfs.pop(next(iter(_pmfs)))
-        _pmfs[key] = pmf
-    return _pmfs[key]
+        return pmf
+
+    return _remembered(_pmfs, (*_fit_key(fitted), grid.levels.tobytes()), make)
 
 
 def _f32(v: float) -> int:
@@ -67,14 +80,19 @@ def _f32(v: float) -> int:
 
 
 def write_fit(fitted: FittedDistribution) -> tuple[bitarray, FittedDistribution]:
-    """The side information of a fit, and the fit as the decoder reads it back (float32)."""
+    """The side information of a fit (read-only), and the fit as the decoder reads it back
+    (float32)."""
+    return _remembered(_sides, _fit_key(fitted), lambda: _written(fitted))
+
+
+def _written(fitted: FittedDistribution) -> tuple[bitarray, FittedDistribution]:
     names = param_names(fitted.family)
     values = [_f32(fitted.params[k]) for k in names]
     fields, widths = [*values, int(fitted.p0 > 0)], [32] * len(values) + [1]
     if fitted.p0 > 0:
         fields.append(_f32(fitted.p0))
         widths.append(32)
-    side = pack_fields(np.array(fields, dtype=np.uint64), np.array(widths))
+    side = frozenbitarray(pack_fields(np.array(fields, dtype=np.uint64), np.array(widths)))
     return side, read_fit(side, fitted.family)
 
 

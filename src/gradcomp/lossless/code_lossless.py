@@ -30,6 +30,7 @@ magnitude in the grid's top binade (as FP8 training recipes do), the exponent be
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -176,14 +177,20 @@ def scaled_grid(values: np.ndarray, grid_name: str, scaling: str) -> tuple[GridQ
     magnitude of ``values`` (it must fit :data:`EXPONENT_BITS` signed bits).
     """
     if scaling == "none":
-        return get_grid(grid_name), 0
+        return _grid(grid_name, 1.0), 0
     if scaling != "amax":
         raise ValueError(f"unknown scaling {scaling!r}; expected one of {SCALINGS}")
-    unit = get_grid(grid_name)
+    unit = _grid(grid_name, 1.0)
     k = amax_exponent(float(abs(values).max()), float(unit.levels[-1]))
     if not -(2 ** (EXPONENT_BITS - 1)) <= k < 2 ** (EXPONENT_BITS - 1):
         raise ValueError(f"scale exponent {k} does not fit {EXPONENT_BITS} signed bits")
-    return get_grid(grid_name, scale=2.0**-k), k
+    return _grid(grid_name, 2.0**-k), k
+
+
+@functools.lru_cache(maxsize=64)
+def _grid(name: str, scale: float) -> GridQuantizer:
+    """The named grid at ``scale``, built once (its tables then too)."""
+    return get_grid(name, scale=scale)
 
 
 def code_values(
