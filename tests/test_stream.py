@@ -31,8 +31,13 @@ CODERS = (
 )  # fmt: skip
 # every tensor's streams (sample: all), so that every row equals the dumps' coding
 STREAM = StreamSettings(
-    families=FAMILIES, scalings=("none", "amax"), coders=CODERS, verify=True, skip_below=256,
-    sample_tensors=None, sample_epochs=None,
+    families=FAMILIES,
+    scalings=("none", "amax"),
+    coders=CODERS,
+    verify=True,
+    skip_below=256,
+    sample_tensors=None,
+    sample_epochs=None,
 )
 STREAM_SPECS = coder_specs({"families": FAMILIES, "coders": CODERS})
 EPOCHS = 2

@@ -38,7 +38,7 @@ def gradient(shape=(24, 75), seed=0) -> np.ndarray:
     flat = v.reshape(-1)
     ties = rng.choice(grid.midpoints, 40)
     flat[:40] = ties
-    flat[40:50] = [0.0, -0.0, 6e4, -1e5, 57344.0, 61440.0, -61440.0, 1e-9, -2**-17, 2**-17]
+    flat[40:50] = [0.0, -0.0, 6e4, -1e5, 57344.0, 61440.0, -61440.0, 1e-9, -(2**-17), 2**-17]
     return v.astype(np.float32)
 
 
@@ -110,7 +110,9 @@ def test_huffman_lengths_are_optimal() -> None:
         if support.size == 1:
             assert lengths[support[0]] == 1
             continue
-        words, _, _ = canonical_huffman(dict(zip(support.tolist(), w[support].tolist())))
+        words, _, _ = canonical_huffman(
+            dict(zip(support.tolist(), w[support].tolist(), strict=True))
+        )
         reference = sum(w[s] * len(word) for s, word in words.items())
         assert lengths @ w == pytest.approx(reference, rel=1e-12, abs=1e-12)
 
@@ -159,9 +161,7 @@ def test_streamer_codes_unsampled_tensors_from_their_counts() -> None:
     for name, sample in {"some": (1, (1,)), "all": (None, None)}.items():
         settings = StreamSettings(**kw, sample_tensors=sample[0], sample_epochs=sample[1])
         with GradientStreamer(settings, model="m", run=0) as streamer:
-            tables[name] = pd.concat(
-                [streamer.code(tensors, epoch=e, n_batches=5) for e in (1, 2)]
-            )
+            tables[name] = pd.concat([streamer.code(tensors, epoch=e, n_batches=5) for e in (1, 2)])
     some, every = tables["some"], tables["all"]
     counted = {s.name for s in coder_specs({"families": FAMILIES, "coders": CODERS})
                if is_counted(s.cls)}  # fmt: skip
@@ -200,15 +200,27 @@ def test_t1_says_how_its_rows_were_obtained() -> None:
 def test_merge_accepts_streamed_rows_without_the_unsampled_coders() -> None:
     """The streamed table may lack a coder that needs a stream (no tensor sampled), not
     one that follows from the counts."""
-    head = {"model": "m", "run": 0, "epoch": 1, "kind": "epoch_avg", "numel": 10,
-            "scaling": "none", "accounting": "exact", "payload_bits": 1.0, "side_bits": 0}
+    head = {
+        "model": "m",
+        "run": 0,
+        "epoch": 1,
+        "kind": "epoch_avg",
+        "numel": 10,
+        "scaling": "none",
+        "accounting": "exact",
+        "payload_bits": 1.0,
+        "side_bits": 0,
+    }
     coded = coding_table([{**head, "tensor": "a", "coder": c, "length": "stream"}
                           for c in ("huffman_gennorm", "ans_context")])  # fmt: skip
     streamed = coding_table([{**head, "tensor": "b", "coder": "huffman_gennorm",
                               "length": "counts"}])  # fmt: skip
     merged = merge_streamed(coded, streamed, kinds=["epoch_avg"], counted=["huffman_gennorm"])
-    assert sorted(zip(merged["tensor"], merged["coder"])) == [
-        ("a", "ans_context"), ("a", "huffman_gennorm"), ("b", "huffman_gennorm")]
+    assert sorted(zip(merged["tensor"], merged["coder"], strict=True)) == [
+        ("a", "ans_context"),
+        ("a", "huffman_gennorm"),
+        ("b", "huffman_gennorm"),
+    ]
     with pytest.raises(ValueError, match="ans_context"):
         merge_streamed(coded, streamed, kinds=["epoch_avg"])
     with pytest.raises(ValueError, match="huffman_gennorm"):

@@ -28,7 +28,6 @@ import numpy as np
 from scipy.special import gammaln
 
 from gradcomp.coding.base import Bound, TensorSymbols
-from gradcomp.coding.counts import SymbolCounts, entropy_from_counts
 from gradcomp.coding.context import (
     choose_context,
     conditional_entropy_bits,
@@ -36,6 +35,7 @@ from gradcomp.coding.context import (
     sign_contexts,
     sign_states,
 )
+from gradcomp.coding.counts import SymbolCounts, entropy_from_counts
 from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of, write_fit
 
 __all__ = [

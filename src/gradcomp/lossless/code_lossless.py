@@ -43,8 +43,8 @@ import pandas as pd
 from gradcomp.artifacts import write_tsv
 from gradcomp.coding import HuffmanCode
 from gradcomp.coding.base import TensorSymbols, as_rows
-from gradcomp.coding.counts import SymbolCounts, is_counted, tensor_counts
 from gradcomp.coding.byte_coders import BytesCoder, ShuffledLzmaSize, fp8_bytes
+from gradcomp.coding.counts import SymbolCounts, is_counted, tensor_counts
 from gradcomp.coding.iid_coders import model_pmf_of
 from gradcomp.coding.registry import CoderSpec, builtin_specs
 from gradcomp.distributions import FittedDistribution
