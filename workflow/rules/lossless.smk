@@ -87,7 +87,7 @@ rule code_lossless:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
         # stream says where the rows come from, not what they are: no rerun trigger
-        coding={k: v for k, v in LOSSLESS.coding.items() if k != "stream"},
+        coding={k: v for k, v in LOSSLESS.coding.items() if k not in ("stream", "sample")},
     log:
         "results/logs/lossless/{model}/run{run}/code.log",
     benchmark:
