@@ -21,6 +21,12 @@ symbols of 5 resnet20 and 2 cnn epoch-average gradients, epoch 3 of a 5,000-imag
 -m5 where installed, and the CPU cost of one call on a 1-entry tensor (the per-call
 overhead). ``--only-real`` runs this part alone.
 
+``--runs DIR [DIR ...]`` runs the same comparison on the dumps of a workflow run
+(``results/lossless/<model>/run<r>``: every epoch-average tensor the fits keep, at least
+``--skip-below`` entries, FP8 E5M2 of the unscaled values, rows = output channels, as
+``code_lossless`` codes them): per tensor, and one message per epoch (the tensors of an
+epoch in the order the model sends them) against zpaq -m5 on that epoch's bytes as one file.
+
 Reports symbols/s for gradcomp's Huffman encode and decode (best of ``--repeat``) against
 the pure-Python ``dahuffman`` package on ``--dahuffman-n`` symbols, bytes/s for LZ78 on the
 FP8 byte string, and the rates (bits per entry) of all coders for context.  Every roundtrip
@@ -89,7 +95,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only-real", action="store_true", help="only the real tensors' part")
+    ap.add_argument("--runs", nargs="+", type=Path, help="workflow run folders: their dumps")
+    ap.add_argument("--skip-below", type=int, default=256)
     args = ap.parse_args()
+    if args.runs:
+        ok = all([bench_run(run, args.repeat, args.skip_below) for run in args.runs])
+        print("all roundtrips exact" if ok else "ROUNDTRIP FAILURE")
+        return 0 if ok else 1
     if args.only_real:
         ok = bench_real(args.repeat)
         print("all roundtrips exact" if ok else "ROUNDTRIP FAILURE")
@@ -245,23 +257,53 @@ def bench_dependence(n: int, seed: int, repeat: int) -> bool:
     return ok
 
 
+def bench_run(run: Path, repeat: int, skip_below: int) -> bool:
+    """:func:`compare` on the dumps of one workflow run, one message per epoch."""
+    from gradcomp.coding.base import as_rows
+    from gradcomp.lossless.dumps import read_dump
+
+    q = get_grid("fp8_e5m2")
+    epochs = []
+    for path in sorted(run.glob("grads/epoch*.safetensors"), key=lambda p: int(p.stem[5:])):
+        tensors = read_dump(path).tensors["epoch_avg"]
+        xs = []
+        for t in tensors.values():
+            if t.numel() < skip_below:
+                continue
+            symbols, _ = q.encode(t.numpy())
+            xs.append(TensorSymbols(symbols.reshape(as_rows(tuple(t.shape))), q))
+        epochs.append(xs)
+    if not epochs:
+        raise SystemExit(f"{run}: no grads/epoch*.safetensors")
+    return compare(epochs, f"{run} ({len(epochs)} epochs, one message each)", repeat)
+
+
 def bench_real(repeat: int) -> bool:
-    """The context coders on the committed real tensors: M symbols per CPU second (best of
-    ``repeat``) and bits per entry, every stream decoded and checked; zpaq -m5 beside them,
-    per tensor and as one file, and on how many tensors each coder is below zpaq."""
+    """:func:`compare` on the committed real tensors, as one message."""
     q = get_grid("fp8_e5m2")
     with np.load(SAMPLE) as f:
         xs = [TensorSymbols(f[k].astype(np.int64), q) for k in f.files]
+    return compare([xs], f"real tensors ({SAMPLE.name})", repeat)
+
+
+def compare(messages: list[list[TensorSymbols]], label: str, repeat: int) -> bool:
+    """The context coders on real tensors, ``messages`` a list of messages (each a list of
+    tensors): M symbols per CPU second (best of ``repeat``) and bits per entry, every stream
+    decoded and checked; zpaq -m5 beside them, per tensor and one file per message, and on
+    how many tensors each coder is below zpaq."""
+    q = get_grid("fp8_e5m2")
+    xs = [x for m in messages for x in m]
     n = sum(x.symbols.size for x in xs)
     for mod in MESSAGE_CODERS.values():
         mod.encode_message(xs[:1])  # numba compiles (or loads its cache) outside the timing
     ok = True
     load = ", ".join(f"{a:.2f}" for a in os.getloadavg())
-    print(f"real tensors ({SAMPLE.name}): {len(xs)} tensors, {n} entries, per CPU second "
-          f"(load average {load})")  # fmt: skip
+    print(f"{label}: {len(xs)} tensors, {n} entries, per CPU second (load average {load})")
     data = [fp8_bytes(q.decode(x.symbols), q) for x in xs]
     zpaq_each = [zpaq_bits(d) for d in data]
-    zpaq_one = zpaq_bits(b"".join(data))
+    sizes = np.cumsum([0] + [len(m) for m in messages])
+    bounds = zip(sizes[:-1], sizes[1:], strict=True)
+    zpaq_one = sum(zpaq_bits(b"".join(data[a:b])) for a, b in bounds)
 
     def cpu(fn):
         best, out = float("inf"), None
@@ -271,16 +313,25 @@ def bench_real(repeat: int) -> bool:
             best = min(best, time.process_time() - c0)
         return best, out
 
-    shapes = [x.shape for x in xs]
     for name, mod in MESSAGE_CODERS.items():
-        te, msg = cpu(lambda m=mod: m.encode_message(xs))
-        td, back = cpu(lambda m=mod, s=msg: m.decode_message(s, shapes, q))
-        exact = all(np.array_equal(b, x.symbols) for b, x in zip(back, xs, strict=True))
+        te, msgs = cpu(lambda m=mod: [m.encode_message(xm) for xm in messages])
+        td, back = cpu(
+            lambda m=mod, s=msgs: [
+                m.decode_message(b, [x.shape for x in xm], q)
+                for b, xm in zip(s, messages, strict=True)
+            ]
+        )
+        exact = all(
+            np.array_equal(b, x.symbols)
+            for bm, xm in zip(back, messages, strict=True)
+            for b, x in zip(bm, xm, strict=True)
+        )
         ok &= exact
+        bits = 8 * sum(len(b) for b in msgs)
         print(
-            f"  {name}, one message: encode {n / te / 1e6:.2f} M/s, decode {n / td / 1e6:.2f} "
-            f"M/s, {8 * len(msg) / n:.4f} bits/entry (zpaq one file {zpaq_one / n:.4f}), "
-            f"roundtrip exact: {exact}"
+            f"  {name}, one stream per message: encode {n / te / 1e6:.2f} M/s, decode "
+            f"{n / td / 1e6:.2f} M/s, {bits / n:.4f} bits/entry (zpaq one file per message "
+            f"{zpaq_one / n:.4f}), roundtrip exact: {exact}"
         )
     for coder in (CMCoder(), CMFastCoder(), ContextCoder()):
         te, streams = cpu(lambda c=coder: [c.encode(x) for x in xs])
