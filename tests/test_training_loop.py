@@ -89,40 +89,39 @@ def test_loop_steps_like_the_textbook_loop(tiny_cifar, reduction) -> None:
 
 @pytest.mark.parametrize("model", ["mlp", pytest.param("cnn", marks=pytest.mark.slow)])
 def test_local_training_is_the_textbook_loop_with_keras_adam(tiny_cifar, model) -> None:
-    """A user's local training: global RNG (dropout in ``cnn``) and the data generator seeded
-    from the task's seed, Adam with Keras' epsilon continuing from the given state, two local
-    epochs over the user's rows.
+    """Two users in a row as in the shared-optimizer mode (a fresh Adam, then its state carried
+    on): global RNG (dropout in ``cnn``) and the data generator seeded from the task's seed,
+    Adam with Keras' epsilon, two local epochs over the user's rows.
 
     Planted bugs that fail it: torch's default epsilon, the optimizer state not loaded, the
     global RNG not seeded (dropout differs), one epoch only."""
-    user = UserData(0, train_idx=torch.arange(100, 164), val_idx=torch.arange(164, 180))
+    users = [
+        UserData(0, train_idx=torch.arange(100, 164), val_idx=torch.arange(164, 180)),
+        UserData(1, train_idx=torch.arange(0, 48), val_idx=torch.arange(48, 60)),
+    ]
     start = cpu_state(build_model(model, seed=2))
-    warm = build_model(model, seed=3)
-    warm_opt = torch.optim.Adam(warm.parameters(), lr=1e-3, eps=1e-7)
-    textbook_epoch(warm, warm_opt, tiny_cifar.train_images, tiny_cifar.train_labels,
-                   torch.arange(32), 16, torch.Generator().manual_seed(0))  # fmt: skip
     trainer = LocalTrainer(tiny_cifar, model, local_epochs=2, batch_size=16, lr=1e-3)
-    out = trainer(LocalTask(user, 1, 77, start, warm_opt.state_dict()))
+    first = trainer(LocalTask(users[0], 1, 77, start))
+    second = trainer(LocalTask(users[1], 1, 78, start, first.optimizer_state))
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(77)
-        generator = torch.Generator().manual_seed(77)
-        ref = build_model(model)
-        ref.load_state_dict(start)
-        opt = torch.optim.Adam(ref.parameters(), lr=1e-3, eps=1e-7)
-        opt.load_state_dict(warm_opt.state_dict())
-        for _ in range(2):
-            _, loss_sum = textbook_epoch(
-                ref,
-                opt,
-                tiny_cifar.train_images,
-                tiny_cifar.train_labels,
-                user.train_idx,
-                16,
-                generator,
-            )
-    assert_same_state(out.state, cpu_state(ref))
-    assert out.train_loss == pytest.approx(loss_sum / 64, rel=1e-6)
+    opt_state = None
+    for user, seed, out in ((users[0], 77, first), (users[1], 78, second)):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            generator = torch.Generator().manual_seed(seed)
+            ref = build_model(model)
+            ref.load_state_dict(start)
+            opt = torch.optim.Adam(ref.parameters(), lr=1e-3, eps=1e-7)
+            if opt_state is not None:
+                opt.load_state_dict(opt_state)
+            for _ in range(2):
+                _, loss_sum = textbook_epoch(
+                    ref, opt, tiny_cifar.train_images, tiny_cifar.train_labels,
+                    user.train_idx, 16, generator,
+                )  # fmt: skip
+            opt_state = opt.state_dict()
+        assert_same_state(out.state, cpu_state(ref))
+        assert out.train_loss == pytest.approx(loss_sum / len(user.train_idx), rel=1e-6)
 
 
 def test_warm_start_is_the_textbook_loop_on_the_pool(tiny_cifar) -> None:
