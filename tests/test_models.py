@@ -75,10 +75,17 @@ def test_cnn_relu_comes_before_batchnorm() -> None:
     assert seen[0] >= 0.0  # BN's input is a ReLU output
 
 
-def test_seeded_builds_are_identical() -> None:
+def test_seeded_builds_are_identical_and_another_seed_differs() -> None:
+    """Planted bugs that fail it: the seed ignored (every build alike, or two builds with
+    the same seed apart)."""
     a, b = build_model("resnet20", seed=7), build_model("resnet20", seed=7)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(pa, pb)
+    c = build_model("resnet20", seed=8)
+    kernels = [
+        (pa, pc) for pa, pc in zip(a.parameters(), c.parameters(), strict=True) if pa.dim() > 1
+    ]
+    assert kernels and all(not torch.equal(pa, pc) for pa, pc in kernels)
 
 
 def test_unknown_model() -> None:
