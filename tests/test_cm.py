@@ -34,6 +34,7 @@ DATA = Path(__file__).parent / "data" / "cm_context"
 STREAMS = ("real_a", "real_b", "uniform")
 
 
+@pytest.mark.slow
 def test_committed_streams_decode_and_reencode_byte_for_byte() -> None:
     """Streams written when the coder was committed (two real FP8 gradient slices and
     arbitrary symbols, one stream each and one message of all three) decode to their source
@@ -61,6 +62,7 @@ def gradient_like(rows: int, cols: int, seed: int) -> np.ndarray:
     return GRID.encode(np.abs(v) * signs)[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(rows=st.integers(1, 6), cols=st.sampled_from([1, 2, 7, 9, 25, 50, 144, 150]),
        seed=st.integers(0, 2**16))  # fmt: skip

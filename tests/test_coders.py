@@ -52,6 +52,7 @@ def gradient_like(rows: int, cols: int, seed: int) -> np.ndarray:
     return GRID.encode(v)[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     rows=st.integers(1, 5),

@@ -266,6 +266,7 @@ def test_lz78_decode_rejects_bad_index():
         lz78_decode([0, 5], b"ab")
 
 
+@pytest.mark.slow
 def test_general_purpose_bits():
     """Each entry is 8 x the byte length of the standard library's own compression of the
     data at the documented level (planted bugs: bytes reported as bits, i.e. no factor 8,

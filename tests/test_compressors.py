@@ -205,6 +205,7 @@ def brute_force_weighted_kmeans(x: np.ndarray, n: int, M: float, iters: int = 30
     return float(np.mean(w * (x - levels[cell]) ** 2))
 
 
+@pytest.mark.slow
 def test_lloyd_with_real_fit_is_near_data_optimal_on_weighted_distortion():
     """On Laplace data (GenNorm beta = 1), the GenNorm Lloyd quantizer for M = 2 comes within
     10% of the data-optimal 8 levels (a brute-force weighted k-means written here; measured

@@ -90,6 +90,7 @@ def test_subset_applied_to_cache(batches_tree: Path, tmp_path: Path) -> None:
     assert torch.bincount(data.train_labels, minlength=10).tolist() == [5] * 10
 
 
+@pytest.mark.slow
 def test_offline_download_names_key_and_formats(tmp_path: Path, monkeypatch) -> None:
     import torchvision.datasets
 

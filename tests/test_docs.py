@@ -1,6 +1,10 @@
-"""The documentation's relative links resolve: every ``[text](target)`` and ``![alt](target)``
-in README.md, config/README.md and docs/*.md that is not a URL names a file or folder of
-the repository, and a ``#anchor`` on a Markdown target names one of its headings."""
+"""The documentation stays true to the code. Its relative links resolve: every
+``[text](target)`` and ``![alt](target)`` in README.md, config/README.md and docs/*.md that is
+not a URL names a file or folder of the repository, and a ``#anchor`` on a Markdown target
+names one of its headings. And what it names exists: docs/library.md names every rule and
+exactly the library's modules, each package docstring names its modules, every config key a
+page (or the schema's descriptions) names is in the schema, and the extending guide's files
+are there."""
 
 from __future__ import annotations
 

@@ -319,6 +319,7 @@ def _mp_centroids(family, params, levels, M, tau):
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "family, params",
     [("norm", {"scale": 1.0}), ("dweibull", {"c": 1.3, "scale": 1.0}),

@@ -36,7 +36,10 @@ M22_VGG16_ROWS = [  # conv2d_1 .. conv2d_13, dense_1 .. dense_3
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "vgg16" else n for n in sorted(EXPECTED)],
+)
 def test_parameter_counts(name: str) -> None:
     model = build_model(name, seed=0)
     trainable, total = EXPECTED[name]
@@ -45,7 +48,9 @@ def test_parameter_counts(name: str) -> None:
         assert count_parameters(model, trainable=False) == total
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "vgg16" else n for n in sorted(MODELS)]
+)
 def test_forward_shape(name: str) -> None:
     model = build_model(name, seed=0).eval()
     x = torch.rand(2, 3, 32, 32).contiguous(memory_format=torch.channels_last)
@@ -93,6 +98,7 @@ def test_unknown_model() -> None:
         build_model("alexnet")
 
 
+@pytest.mark.slow
 def test_resnet50v2_kernels_are_glorot_uniform_and_biases_zero() -> None:
     # Keras' glorot_uniform: U(-b, b) with b = sqrt(6 / (fan_in + fan_out)), where the fans
     # multiply the channels by the kernel's spatial size; Keras biases start at zero.
@@ -110,6 +116,7 @@ def test_resnet50v2_kernels_are_glorot_uniform_and_biases_zero() -> None:
             assert torch.all(module.bias == 0)
 
 
+@pytest.mark.slow
 def test_resnet50v2_max_pool_pads_with_zeros() -> None:
     # Keras: ZeroPadding2D(1) then MaxPooling2D(3, 2). With a stem output of -1 everywhere
     # (16x16), the windows that touch the padding (first row and column of the 8x8 output)
