@@ -152,6 +152,7 @@ def test_zero_and_saturation_shares_follow_the_grid_range() -> None:
         assert row["n_exact_zero"] == 40
 
 
+@pytest.mark.slow
 def test_amax_scaling_rows_in_the_run_table(tmp_path: Path) -> None:
     # gradients of the size the mean loss gives late in training: many round to zero raw
     rng = np.random.default_rng(1)

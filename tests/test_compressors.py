@@ -432,6 +432,7 @@ def test_lloyd_non_finite_design_falls_back_to_uniform_with_warning(monkeypatch,
     assert torch.isfinite(LloydQuantizer(2, "gennorm", 0).decode(q)).all()
 
 
+@pytest.mark.slow
 def test_random_k_with_error_feedback_keeps_its_memory_bounded():
     """Random-K with error feedback sends the kept entries unscaled (Stich et al. 2018).
 

@@ -140,6 +140,7 @@ def test_aggregate_weights_users_by_their_images() -> None:
     assert torch.equal(out["steps"], g["steps"])  # integer buffers are kept from w_c
 
 
+@pytest.mark.slow
 def test_identity_aggregation_is_fedavg_of_local_states(data, tinybn) -> None:
     executor = RecordingExecutor()
     comps: list[IdentityCompressor] = []

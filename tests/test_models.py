@@ -35,10 +35,13 @@ M22_VGG16_ROWS = [  # conv2d_1 .. conv2d_13, dense_1 .. dense_3
     2359808, 2359808, 2359808, 2101248, 16781312, 40970,
 ]  # fmt: skip
 
+# the paper-scale networks take a second or more to build on a CPU: the slow tier
+HEAVY = ("densenet121", "resnet50v2", "vgg16")
+
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.slow) if n == "vgg16" else n for n in sorted(EXPECTED)],
+    [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in sorted(EXPECTED)],
 )
 def test_parameter_counts(name: str) -> None:
     model = build_model(name, seed=0)
@@ -49,7 +52,7 @@ def test_parameter_counts(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "vgg16" else n for n in sorted(MODELS)]
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in sorted(MODELS)]
 )
 def test_forward_shape(name: str) -> None:
     model = build_model(name, seed=0).eval()

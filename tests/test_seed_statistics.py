@@ -160,6 +160,7 @@ def test_seed_level_interval_covers_the_truth_and_the_seed_x_round_one_does_not(
     assert naive < 0.90, naive
 
 
+@pytest.mark.slow
 def test_paired_summary_gives_the_seed_level_interval_on_simulated_studies():
     """paired_summary on simulated studies (a baseline with its own seed x round values, the
     variant = baseline + simulated difference) returns the interval over the per-seed mean
