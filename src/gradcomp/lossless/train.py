@@ -34,6 +34,7 @@ import json
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -141,7 +142,9 @@ class GradientAccumulator:
         return dict(zip(KINDS, (avg, last), strict=True))
 
 
-def divergence_check(settings: TrainSettings, epoch: int):
+def divergence_check(
+    settings: TrainSettings, epoch: int
+) -> Callable[[torch.Tensor, int, int], None]:
     """A ``check_loss`` for :func:`gradcomp.training.train_epoch` that raises
     :class:`TrainingDivergedError` at the first batch whose loss is not finite, before that
     batch's step."""
