@@ -77,6 +77,7 @@ def test_roundtrip_is_exact_and_bits_are_the_bytes(rows, cols, seed) -> None:
     assert stream.bits == 8 * len(stream.payload[0])
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(symbols=st.lists(st.integers(0, GRID.n_levels - 1), min_size=1, max_size=400))
 def test_roundtrip_of_arbitrary_symbols(symbols) -> None:

@@ -157,6 +157,7 @@ def test_entropy_and_cross_entropy():
     assert cross_entropy_bits([0.5, 0.5, 0], [0.5, 0.5, 0]) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(pmf_and_symbols(max_alphabet=100))
 def test_ans_roundtrip(case):

@@ -78,6 +78,7 @@ def test_qsgd_is_unbiased_with_the_definition_s_levels(rate):
     assert ((nearest - v).abs() > 5 * (per_entry_var / TRIALS).sqrt() + 1e-12).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "v",
     [vector(400, 1), torch.ones(400, dtype=torch.float64), torch.linspace(-1, 1, 400).double()],
