@@ -25,6 +25,9 @@ configfile: Path(workflow.basedir) / "config/config.yaml"
 STUDY = load_study(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/lossless.smk"

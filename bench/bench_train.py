@@ -3,7 +3,7 @@
 Prints images/s of
   plain-nchw   a textbook loop (float batch, model, loss, backward, step), NCHW layout;
   plain-cl     the same loop with model and batches in channels_last;
-  pipeline     gradcomp.lossless.train.train_epoch (channels_last, uint8 data held as tensors,
+  pipeline     gradcomp.training.train_epoch (channels_last, uint8 data held as tensors,
                gradient accumulation for the dumps), augmentation off;
   pipeline+aug the same with paper L's augmentation on;
 and the ratios pipeline / plain-cl (target >= 0.95) and plain-cl / plain-nchw, then
@@ -25,13 +25,9 @@ import torch.nn.functional as F
 
 from gradcomp.data import Cifar10
 from gradcomp.lossless.dumps import write_dump
-from gradcomp.lossless.train import (
-    GradientAccumulator,
-    TrainSettings,
-    select_parameters,
-    train_epoch,
-)
+from gradcomp.lossless.train import GradientAccumulator, select_parameters
 from gradcomp.models import build_model
+from gradcomp.training import train_epoch
 
 
 def synthetic_data(n: int) -> Cifar10:
@@ -96,18 +92,20 @@ def main() -> None:
     dump_dir = Path(tempfile.mkdtemp(prefix="gradcomp-bench-"))
 
     def pipeline(augment: bool, dump: bool) -> float:
-        settings = TrainSettings(
-            model=args.model,
-            seed=0,
-            epochs=1,
-            batch_size=args.batch,
-            loss_reduction="mean",  # the plain loop's loss
-            augment=augment,
-            threads=args.threads,
-        )
         acc = GradientAccumulator(params) if dump else None
         t0 = time.perf_counter()
-        train_epoch(model, opt, data, settings, gen, acc, device)
+        train_epoch(
+            model,
+            opt,
+            data.train_images,
+            data.train_labels,
+            batch_size=args.batch,
+            generator=gen,
+            device=device,
+            augment=augment,
+            reduction="mean",  # the plain loop's loss
+            after_backward=acc.add if dump else None,
+        )
         if dump:
             write_dump(dump_dir / "epoch.safetensors", acc.result(), {"epoch": 1})
         return time.perf_counter() - t0

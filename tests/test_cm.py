@@ -44,6 +44,7 @@ MODULES = {"cm_context": cm, "cm_fast": cm_fast}  # coder name -> its module
 coders = pytest.mark.parametrize("name", list(MODULES))
 
 
+@pytest.mark.slow
 @coders
 def test_committed_streams_decode_and_reencode_byte_for_byte(name) -> None:
     """Streams written when the coder was committed (two real FP8 gradient slices and
@@ -73,6 +74,7 @@ def gradient_like(rows: int, cols: int, seed: int) -> np.ndarray:
     return GRID.encode(np.abs(v) * signs)[0]
 
 
+@pytest.mark.slow
 @coders
 @settings(max_examples=30, deadline=None)
 @given(rows=st.integers(1, 6), cols=st.sampled_from([1, 2, 7, 9, 25, 50, 144, 150]),
@@ -88,6 +90,7 @@ def test_roundtrip_is_exact_and_bits_are_the_bytes(name, rows, cols, seed) -> No
     assert stream.bits == 8 * len(stream.payload[0])
 
 
+@pytest.mark.slow
 @coders
 @settings(max_examples=20, deadline=None)
 @given(symbols=st.lists(st.integers(0, GRID.n_levels - 1), min_size=1, max_size=400))

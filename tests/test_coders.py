@@ -52,6 +52,7 @@ def gradient_like(rows: int, cols: int, seed: int) -> np.ndarray:
     return GRID.encode(v)[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     rows=st.integers(1, 5),
@@ -72,6 +73,7 @@ def test_roundtrip_is_exact_and_bits_are_the_stream(rows, cols, seed, coder) -> 
     assert stream.bits == sum(part_length(p) for p in parts)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(symbols=st.lists(st.integers(0, GRID.n_levels - 1), min_size=1, max_size=300))
 def test_roundtrip_of_arbitrary_symbols(symbols) -> None:
@@ -140,6 +142,7 @@ def test_conditional_entropy_matches_a_brute_force_count(rule, monkeypatch) -> N
     )
 
 
+@pytest.mark.slow
 def test_bound_uses_the_rule_the_coder_sends() -> None:
     """The side bit of ans_context names the rule whose conditional entropy entropy_context
     reports, on a tensor where each rule wins. Planted bug caught: the bound fixed to one

@@ -157,6 +157,7 @@ def test_entropy_and_cross_entropy():
     assert cross_entropy_bits([0.5, 0.5, 0], [0.5, 0.5, 0]) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(pmf_and_symbols(max_alphabet=100))
 def test_ans_roundtrip(case):
@@ -266,6 +267,7 @@ def test_lz78_decode_rejects_bad_index():
         lz78_decode([0, 5], b"ab")
 
 
+@pytest.mark.slow
 def test_general_purpose_bits():
     """Each entry is 8 x the byte length of the standard library's own compression of the
     data at the documented level (planted bugs: bytes reported as bits, i.e. no factor 8,

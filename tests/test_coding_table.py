@@ -64,6 +64,7 @@ def test_fp8_bytes_are_e5m2_bit_patterns(gradient) -> None:
     assert np.all(np.signbit(decoded[values != 0]) == np.signbit(values[values != 0]))
 
 
+@pytest.mark.slow
 def test_rates_are_ordered_and_consistent(gradient) -> None:
     grid = get_grid("fp8_e5m2")
     fits = {f: fit(gradient, f) for f in ("gennorm", "norm")}
@@ -86,6 +87,7 @@ def test_rates_are_ordered_and_consistent(gradient) -> None:
     assert 0 < nonzero <= n
 
 
+@pytest.mark.slow
 def test_slip_charges_one_sign_bit_per_codebook_symbol(gradient) -> None:
     grid = get_grid("fp8_e5m2")
     fits = {"gennorm": fit(gradient, "gennorm")}
@@ -110,6 +112,7 @@ def huffman_total_bits(counts: np.ndarray) -> int:
     return total if len(counts[counts > 0]) > 1 else int(counts.sum())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p0", [0.0, 0.02, 0.1, 0.3])
 def test_huffman_gennorm_with_zero_atom_is_near_the_empirical_huffman(p0) -> None:
     x = scipy.stats.laplace.rvs(scale=1e-3, size=20_000, random_state=4)
@@ -149,6 +152,7 @@ def test_zero_and_saturation_shares_follow_the_grid_range() -> None:
         assert row["n_exact_zero"] == 40
 
 
+@pytest.mark.slow
 def test_amax_scaling_rows_in_the_run_table(tmp_path: Path) -> None:
     # gradients of the size the mean loss gives late in training: many round to zero raw
     rng = np.random.default_rng(1)

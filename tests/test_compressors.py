@@ -205,6 +205,7 @@ def brute_force_weighted_kmeans(x: np.ndarray, n: int, M: float, iters: int = 30
     return float(np.mean(w * (x - levels[cell]) ** 2))
 
 
+@pytest.mark.slow
 def test_lloyd_with_real_fit_is_near_data_optimal_on_weighted_distortion():
     """On Laplace data (GenNorm beta = 1), the GenNorm Lloyd quantizer for M = 2 comes within
     10% of the data-optimal 8 levels (a brute-force weighted k-means written here; measured
@@ -431,6 +432,7 @@ def test_lloyd_non_finite_design_falls_back_to_uniform_with_warning(monkeypatch,
     assert torch.isfinite(LloydQuantizer(2, "gennorm", 0).decode(q)).all()
 
 
+@pytest.mark.slow
 def test_random_k_with_error_feedback_keeps_its_memory_bounded():
     """Random-K with error feedback sends the kept entries unscaled (Stich et al. 2018).
 

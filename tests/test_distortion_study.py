@@ -61,6 +61,7 @@ def points(table: pd.DataFrame, name: str, M: float) -> pd.Series:
     return rows.set_index("rate_bits")["distortion"]
 
 
+@pytest.mark.slow
 def test_table_columns_and_rows(table):
     assert list(table.columns) == ["M", "quantizer", "rate_bits", "distortion"]
     assert set(table["quantizer"]) == QUANTIZERS | {BOUND}
@@ -71,6 +72,7 @@ def test_table_columns_and_rows(table):
     assert np.all(np.isfinite(table["distortion"])) and np.all(table["distortion"] > 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("M", MS)
 @pytest.mark.parametrize("R", RATES)
 def test_uniform_distortion_by_hand(table, values, M, R):
@@ -106,6 +108,7 @@ def truncated_normal_lloyd(sigma: float, tau: float, n_levels: int) -> np.ndarra
     return sigma * y
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("R", RATES)
 def test_gaussian_lloyd_and_channel_by_hand(table, values, full, R):
     """The Gaussian Lloyd quantizer: the normal fitted to the whole update (loc 0: sigma =
@@ -120,6 +123,7 @@ def test_gaussian_lloyd_and_channel_by_hand(table, values, full, R):
     )
 
 
+@pytest.mark.slow
 def test_truncated_design_beats_the_survivors_fit(table):
     """On the kept entries, the GenNorm Lloyd designed for the truncated law of the update
     has lower distortion than the one fitted to the survivors as if untruncated."""
@@ -131,6 +135,7 @@ def test_truncated_design_beats_the_survivors_fit(table):
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("M", MS)
 def test_distortion_falls_with_rate_and_bound_lies_below(table, M):
     bound = points(table, BOUND, M)

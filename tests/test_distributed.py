@@ -14,6 +14,7 @@ compressor; the test then checks each run against independent references:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -102,6 +103,15 @@ def tiny_net() -> nn.Module:
     )  # fmt: skip
 
 
+def _bits(rate) -> dict[str, int]:
+    """A rate breakdown's fields and both totals, as the study's uplink rows hold them."""
+    return {
+        **dataclasses.asdict(rate),
+        "bits_coded": rate.total_coded,
+        "bits_fixed": rate.total_fixed,
+    }
+
+
 def batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(1000 * step + rank)
     return torch.randn(BATCH, 3, 8, 8, generator=g), torch.randint(0, 4, (BATCH,), generator=g)
@@ -136,7 +146,7 @@ def worker(rank: int, init_file: str, out_dir: str) -> None:
         results[name] = {
             "grads": grads,
             "params": {n: p.detach().clone() for n, p in model.named_parameters()},
-            "bits": None if state is None else [h.rate.as_dict() for h in state.history],
+            "bits": None if state is None else [_bits(h.rate) for h in state.history],
             "buckets": None if state is None else [h.buckets for h in state.history],
             "log": list(messages),
         }

@@ -1,13 +1,19 @@
-"""The documentation's relative links resolve: every ``[text](target)`` and ``![alt](target)``
-in README.md, config/README.md and docs/*.md that is not a URL names a file or folder of
-the repository, and a ``#anchor`` on a Markdown target names one of its headings."""
+"""The documentation stays true to the code. Its relative links resolve: every
+``[text](target)`` and ``![alt](target)`` in README.md, config/README.md and docs/*.md that is
+not a URL names a file or folder of the repository, and a ``#anchor`` on a Markdown target
+names one of its headings. And what it names exists: docs/library.md names every rule and
+exactly the library's modules, each package docstring names its modules, every config key a
+page (or the schema's descriptions) names is in the schema, and the extending guide's files
+are there."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import REPO
 
@@ -70,3 +76,182 @@ def test_readme_is_short_and_links_the_docs() -> None:
     linked = {(REPO / t.partition("#")[0]).resolve() for t in relative_links(readme)}
     for page in PAGES[2:]:
         assert page.resolve() in linked, f"README does not link {page.name}"
+
+
+# --- docs that name the code: checked against the code, so that they cannot go stale ----
+
+SRC = REPO / "src" / "gradcomp"
+SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+
+
+def rule_names() -> set[str]:
+    """Every ``rule x:`` of the workflow except the target rule ``all``."""
+    files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    names = {m for f in files for m in re.findall(r"^rule (\w+):", f.read_text(), flags=re.M)}
+    return names - {"all"}
+
+
+def modules() -> set[tuple[str, str]]:
+    """(package, module) of every module of the library, e.g. ("gradcomp.coding", "cm")."""
+    return {
+        (".".join(("gradcomp", *p.relative_to(SRC).parent.parts)), p.stem)
+        for p in SRC.rglob("*.py")
+        if p.name != "__init__.py"
+    }
+
+
+def library_table() -> set[tuple[str, str]]:
+    """(package, module) pairs of docs/library.md's package table: each row names its
+    package in the first cell and its modules in backticks in the second (a backticked name
+    with a dot or a colon, such as ``package.module:Class``, is not a module)."""
+    text = (REPO / "docs" / "library.md").read_text()
+    pairs = set()
+    for package, cell in re.findall(r"^\| `(gradcomp[\w.]*)` \| (.+) \|$", text, flags=re.M):
+        pairs |= {(package, m) for m in re.findall(r"`([a-z_][a-z0-9_]*)`", cell)}
+    return pairs
+
+
+def test_library_map_names_every_rule() -> None:
+    """Planted bug that fails it: a new rule without its row in docs/library.md."""
+    text = (REPO / "docs" / "library.md").read_text()
+    assert len(rule_names()) > 20
+    assert sorted(r for r in rule_names() if f"`{r}`" not in text) == []
+
+
+def test_library_map_names_every_module_and_no_other() -> None:
+    """Planted bugs that fail it: a new module left out of the table, a module renamed or
+    deleted while the table still names it."""
+    documented, actual = library_table(), modules()
+    assert len(actual) > 80
+    assert sorted(actual - documented) == [], "modules missing from docs/library.md"
+    assert sorted(documented - actual) == [], "docs/library.md names modules that do not exist"
+
+
+@pytest.mark.parametrize("package", sorted({p for p, _ in modules()} - {"gradcomp"}))
+def test_package_docstring_names_each_of_its_modules(package) -> None:
+    """Each subpackage's docstring is its table of contents: it names every module in it
+    (``:mod:`~.name``` or the full dotted name)."""
+    path = SRC.joinpath(*package.split(".")[1:], "__init__.py")
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    named = set(re.findall(r":mod:`~?(?:" + re.escape(package) + r")?\.(\w+)`", doc))
+    assert sorted(m for p, m in modules() if p == package and m not in named) == []
+
+
+def schema_has(path: list[str], node: dict | None = None) -> bool:
+    """Whether the key path exists in the schema; ``<i>`` or ``<model>`` stand for an array
+    index or a free property name, ``*`` for any key."""
+    node = SCHEMA if node is None else node
+    while "$ref" in node:
+        target = SCHEMA
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    if not path:
+        return True
+    head, rest = path[0], path[1:]
+    if head == "*":
+        return bool(node.get("properties"))
+    if head.startswith("<") and head.endswith(">"):
+        child = node.get("items") or node.get("additionalProperties")
+        return isinstance(child, dict) and schema_has(rest, child)
+    if head in node.get("properties", {}):
+        return schema_has(rest, node["properties"][head])
+    free = node.get("additionalProperties")
+    if isinstance(free, dict) and head in node.get("propertyNames", {}).get("enum", [head]):
+        return schema_has(rest, free)  # a free property name written out
+    items = node.get("items")
+    if isinstance(items, dict) and head in items.get("properties", {}):
+        return schema_has(path, items)  # an array index left implicit
+    return False
+
+
+def object_keys(node: dict, found: set[str]) -> set[str]:
+    """Names of the schema's object-valued properties at any depth (``fit``, ``one_round``)."""
+    for name, sub in node.get("properties", {}).items():
+        if "properties" in sub:
+            found.add(name)
+        object_keys(sub, found)
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), dict):
+            object_keys(node[key], found)
+    return found
+
+
+KEY = re.compile(r"^([a-z_][a-z0-9_]*(?:\.(?:[a-z0-9_]+|<\w+>|\*))+)(?=$|[\s:=,)])")
+FILE_SUFFIXES = ("tsv", "md", "py", "yaml", "smk", "pt", "safetensors", "toml", "png", "pdf")
+
+
+def config_keys(text: str) -> set[str]:
+    """Dotted config keys written in backticks, absolute (``lossy.one_round.seeds``) or
+    relative to a section (``fit.floc``); file names and Python names are not keys."""
+    top, sections = set(SCHEMA["properties"]), object_keys(SCHEMA, set())
+    keys = set()
+    for code in re.findall(r"`([^`\n]+)`", text):
+        match = KEY.match(code)
+        if match and match.group(1).rsplit(".", 1)[-1] not in FILE_SUFFIXES:
+            first = match.group(1).split(".")[0]
+            if first in top or first in sections:
+                keys.add(match.group(1))
+    return keys
+
+
+def key_exists(key: str) -> bool:
+    parts = key.split(".")
+    if parts[0] in SCHEMA["properties"]:
+        return schema_has(parts)
+    return any(schema_has(p[:-1] + parts) for p in section_paths(SCHEMA, []) if p[-1] == parts[0])
+
+
+def section_paths(node: dict, at: list[str]) -> list[list[str]]:
+    paths = []
+    for name, sub in node.get("properties", {}).items():
+        paths.append([*at, name])
+        paths += section_paths(sub, [*at, name])
+    return paths
+
+
+def test_key_checker_finds_a_planted_stale_key() -> None:
+    """The checker itself (planted bug: a checker that finds no key or accepts any)."""
+    text = "`lossy.one_round.seeds`, `fit.floc: null`, `fit.min_entries`, `coding.tsv`, `np.x`"
+    found = config_keys(text)
+    assert found == {"lossy.one_round.seeds", "fit.floc", "fit.min_entries"}
+    assert [k for k in sorted(found) if not key_exists(k)] == ["fit.min_entries"]
+    assert key_exists("lossy.compressors.<i>.class") and key_exists("figures.*")
+    assert key_exists("resources.train_lossless.runtime")
+    assert not key_exists("lossy.compressors.<i>.nonsense")
+
+
+def schema_descriptions(node=SCHEMA) -> str:
+    if isinstance(node, dict):
+        own = node.get("description", "") if isinstance(node.get("description"), str) else ""
+        return own + "\n" + "\n".join(schema_descriptions(v) for v in node.values())
+    if isinstance(node, list):
+        return "\n".join(schema_descriptions(v) for v in node)
+    return ""
+
+
+@pytest.mark.parametrize(
+    "page", [*PAGES, "schema"], ids=lambda p: str(p if p == "schema" else p.relative_to(REPO))
+)
+def test_every_config_key_the_docs_name_exists(page) -> None:
+    """Planted bug that fails it: a key renamed in the schema while a page (or another key's
+    description, written there without backticks) still names the old one."""
+    if page == "schema":
+        text = " ".join(f"`{w.rstrip('.,;:)')}`" for w in schema_descriptions().split())
+    else:
+        text = page.read_text()
+    assert sorted(k for k in config_keys(text) if not key_exists(k)) == []
+
+
+def test_extending_guide_names_files_that_exist() -> None:
+    """Every file the guide's table and text point at (``compression/registry.py``,
+    ``tests/test_study.py``, ``workflow/rules/``) exists, looked up from the repository, the
+    library or the workflow folder."""
+    text = (REPO / "docs" / "extending.md").read_text()
+    named = set(re.findall(r"`([\w./-]+\.(?:py|yaml|smk|md)|[\w./-]+/)`", text))
+    named |= {t for t in re.findall(r"\]\(\.\./([^)#\s]+)\)", text)}
+    named.discard("mycompressors.py")  # the user's own file in the example
+    assert len(named) > 10
+    roots = (REPO, SRC, REPO / "workflow", REPO / "workflow" / "rules")
+    missing = [n for n in sorted(named) if not any((r / n).exists() for r in roots)]
+    assert missing == []

@@ -140,6 +140,7 @@ def test_aggregate_weights_users_by_their_images() -> None:
     assert torch.equal(out["steps"], g["steps"])  # integer buffers are kept from w_c
 
 
+@pytest.mark.slow
 def test_identity_aggregation_is_fedavg_of_local_states(data, tinybn) -> None:
     executor = RecordingExecutor()
     comps: list[IdentityCompressor] = []
@@ -175,6 +176,7 @@ def test_identity_aggregation_is_fedavg_of_local_states(data, tinybn) -> None:
     assert all(0.0 <= row["val_acc"] <= 1.0 for row in result.rounds[1:])
 
 
+@pytest.mark.slow
 def test_uplink_bits_per_user_and_round(data, tmp_path: Path) -> None:
     s = settings(rounds=3, local_epochs=1, validate_users=False)
     result = run_federated(data, s, IdentityCompressor)
@@ -220,6 +222,7 @@ def test_per_bit_accuracy_formula() -> None:
         per_bit_accuracy(rows[:1])
 
 
+@pytest.mark.slow
 def test_same_seed_same_results(data, tinybn) -> None:
     s = settings(tinybn, augment=True)
     rng_before = torch.get_rng_state()

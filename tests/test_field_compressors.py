@@ -59,6 +59,7 @@ def assert_unbiased(samples: torch.Tensor, v: torch.Tensor, per_entry_var: torch
     assert ((samples.mean(0) - v).abs() <= 5 * stderr + 1e-12).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [2, 4])
 def test_qsgd_is_unbiased_with_the_definition_s_levels(rate):
     v, s = vector(), 2 ** (rate - 1) - 1
@@ -77,6 +78,7 @@ def test_qsgd_is_unbiased_with_the_definition_s_levels(rate):
     assert ((nearest - v).abs() > 5 * (per_entry_var / TRIALS).sqrt() + 1e-12).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "v",
     [vector(400, 1), torch.ones(400, dtype=torch.float64), torch.linspace(-1, 1, 400).double()],
@@ -126,6 +128,7 @@ def test_qsgd_rates_recomputed():
     torch.testing.assert_close(out["b"], upd["b"].float().double())
 
 
+@pytest.mark.slow
 def test_terngrad_is_unbiased_ternary_with_the_max_scale():
     v = vector()
     samples = monte_carlo(TernGrad(seed=3), v)

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from gradcomp import plots
+from gradcomp.coding.iid_coders import FAMILY_COLORS
 from gradcomp.lossless import plots as lplots
+from gradcomp.lossless.figures import figure_l5
 
 FAMILIES = ("norm", "laplace", "gennorm")
 
@@ -77,18 +79,28 @@ def test_l2_and_l4_legends_outside(fits, captured) -> None:
 
 
 @pytest.mark.slow
-def test_l5_codes_take_their_family_colour(captured) -> None:
-    data = pd.DataFrame(
-        [
-            {"epoch": e, "coder": c, "panel": p, "size": 0.7 + 0.01 * e}
-            for e, c, p in itertools.product((1, 2), lplots.CODER_COLORS, ("lower", "all"))
-        ]
-    )
-    plots.plot_lines(
-        data, x="epoch", y="size", hue="coder", col="panel", title="L5", png_path="x.png",
-        xlabel="epoch", ylabel="size", palette=lplots.CODER_COLORS,
-    )  # fmt: skip
+def test_l5_codes_take_their_family_colour(captured, tmp_path) -> None:
+    """L5 as :func:`~gradcomp.lossless.figures.figure_l5` draws it from a coding table, with
+    its default coders: each model-designed Huffman code in its family's colour (that of the
+    family's fitted pdf in L1-L4), every coder its own colour, the coders without ``figure``
+    left out.
+
+    Planted bugs that fail it: the default palette built from other specs than the drawn
+    coders (a missing legend entry), a Huffman code coloured other than its family."""
+    coders = [*lplots.CODER_COLORS, "huffman_dweibull"]  # the last one is not drawn by default
+    rows = [
+        {"model": "m", "run": run, "epoch": e, "kind": "epoch_avg", "tensor": t,
+         "scaling": "none", "accounting": "exact", "coder": c, "total_bits": 700.0 + e,
+         "numel": 100, "n_nonzero": 90, "n_saturated": 1}
+        for run, e, t, c in itertools.product((0, 1), (1, 2), ("a.weight", "b.weight"), coders)
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "coding.tsv", sep="\t", index=False)
+    pd.DataFrame(
+        {"model": ["m", "m"], "tensor": ["a.weight", "b.weight"], "position": ["lower", "upper"]}
+    ).to_csv(tmp_path / "positions.tsv", sep="\t", index=False)
+    figure_l5([tmp_path / "coding.tsv"], tmp_path / "positions.tsv", "x.png", model="m")
     colours = legend_right_of_every_panel(captured[0])
+    assert set(colours) == set(lplots.CODER_COLORS) and "huffman_dweibull" not in colours
     for family in FAMILIES:
-        assert colours[f"huffman_{family}"] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
+        assert colours[f"huffman_{family}"] == mcolors.to_rgb(FAMILY_COLORS[family])
     assert len(set(colours.values())) == len(colours)  # every coder its own colour

@@ -62,6 +62,7 @@ def probe_values(values: np.ndarray, seed: int) -> torch.Tensor:
     return torch.tensor(np.concatenate([spread, values, mids]), dtype=torch.float32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["e5m2", "e4m3"])
 def test_float8_even_ties_match_the_torch_cast(fmt):
     """Round to nearest, ties to even, as torch casts in range. Planted bug caught: ties
@@ -219,6 +220,7 @@ def vector(n: int, seed: int) -> torch.Tensor:
     return v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [2, 4])
 def test_qsgd_buckets_unbiased_within_the_bound_per_bucket(rate):
     """Each bucket of 512 (the last one of 276) is QSGD of its own: unbiased, the bucket's norm

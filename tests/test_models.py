@@ -35,8 +35,14 @@ M22_VGG16_ROWS = [  # conv2d_1 .. conv2d_13, dense_1 .. dense_3
     2359808, 2359808, 2359808, 2101248, 16781312, 40970,
 ]  # fmt: skip
 
+# the paper-scale networks take a second or more to build on a CPU: the slow tier
+HEAVY = ("densenet121", "resnet50v2", "vgg16")
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in sorted(EXPECTED)],
+)
 def test_parameter_counts(name: str) -> None:
     model = build_model(name, seed=0)
     trainable, total = EXPECTED[name]
@@ -45,7 +51,9 @@ def test_parameter_counts(name: str) -> None:
         assert count_parameters(model, trainable=False) == total
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in sorted(MODELS)]
+)
 def test_forward_shape(name: str) -> None:
     model = build_model(name, seed=0).eval()
     x = torch.rand(2, 3, 32, 32).contiguous(memory_format=torch.channels_last)
@@ -75,10 +83,17 @@ def test_cnn_relu_comes_before_batchnorm() -> None:
     assert seen[0] >= 0.0  # BN's input is a ReLU output
 
 
-def test_seeded_builds_are_identical() -> None:
+def test_seeded_builds_are_identical_and_another_seed_differs() -> None:
+    """Planted bugs that fail it: the seed ignored (every build alike, or two builds with
+    the same seed apart)."""
     a, b = build_model("resnet20", seed=7), build_model("resnet20", seed=7)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(pa, pb)
+    c = build_model("resnet20", seed=8)
+    kernels = [
+        (pa, pc) for pa, pc in zip(a.parameters(), c.parameters(), strict=True) if pa.dim() > 1
+    ]
+    assert kernels and all(not torch.equal(pa, pc) for pa, pc in kernels)
 
 
 def test_unknown_model() -> None:
@@ -86,6 +101,7 @@ def test_unknown_model() -> None:
         build_model("alexnet")
 
 
+@pytest.mark.slow
 def test_resnet50v2_kernels_are_glorot_uniform_and_biases_zero() -> None:
     # Keras' glorot_uniform: U(-b, b) with b = sqrt(6 / (fan_in + fan_out)), where the fans
     # multiply the channels by the kernel's spatial size; Keras biases start at zero.
@@ -103,6 +119,7 @@ def test_resnet50v2_kernels_are_glorot_uniform_and_biases_zero() -> None:
             assert torch.all(module.bias == 0)
 
 
+@pytest.mark.slow
 def test_resnet50v2_max_pool_pads_with_zeros() -> None:
     # Keras: ZeroPadding2D(1) then MaxPooling2D(3, 2). With a stem output of -1 everywhere
     # (16x16), the windows that touch the padding (first row and column of the 8x8 output)

@@ -86,6 +86,7 @@ def test_backward_gaussian_channel_reaches_the_distortion_rate_function(rate):
     assert np.var(fwd) == pytest.approx(s**2 * (1 + 2.0 ** (-2 * rate)), rel=tol)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("beta", "M"), [(0.7, 0), (1.0, 2)])
 def test_truncated_lloyd_distortion_matches_monte_carlo(beta, M):
     """Lloyd for GenNorm restricted to |x| >= tau: its closed-form conditional distortion

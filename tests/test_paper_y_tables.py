@@ -15,7 +15,15 @@ import scipy.stats
 from gradcomp.artifacts import write_tsv
 from gradcomp.lossy.federated import ROUND_COLUMNS, UPLINK_COLUMNS
 from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
-from gradcomp.lossy.tables import one_round_data, t3_table, t4_table, t5_table
+from gradcomp.lossy.tables import (
+    one_round_data,
+    t3_table,
+    t4_table,
+    t5_table,
+    table_t3,
+    table_t4,
+    table_t5,
+)
 
 SEEDS, ROUNDS, ENTRIES = (0, 1, 2), (1, 2), 1000
 # test-loss offsets of 'worse' over uniform R2 by seed and round; per-seed means 0.1, 0.3, 0.2
@@ -229,3 +237,34 @@ def test_t4_equivalence_verdict(tmp_path):
     assert t4.loc[("worse", 2), "verdict"] == "undecided"
     assert t4.loc[("worse", 2), "test_loss_vs_uniform_tost_p"] > 0.5
     assert t4.loc[("uniform", 2), "verdict"] == ""  # the baseline is not paired with itself
+
+
+def markdown_header(path: Path) -> list[str]:
+    """The column names of the one table in a Markdown file."""
+    header = next(line for line in path.read_text().splitlines() if line.startswith("| "))
+    return [cell.strip() for cell in header.strip("|").split("|")]
+
+
+def test_markdown_views_are_readable_and_the_tsvs_complete(tmp_path):
+    """T3, T4 and T5 as the workflow writes them: each Markdown table at most ten columns
+    (an interval is one column, ``m [lo, hi]``), every column in the TSV. Planted bug that
+    fails it: T3's Markdown written from the whole table (23 columns)."""
+    files = [write_run(tmp_path / "runs", name, s) for name in ("uniform", "kmeans") for s in SEEDS]
+    rounds, uplinks = zip(*files, strict=True)
+    quantizers = {"uniform": "uniform", "kmeans": "kmeans"}
+    t3 = table_t3(rounds, uplinks, quantizers, tmp_path / "T3.tsv", tmp_path / "T3.md",
+                  baseline="uniform")  # fmt: skip
+    study = write_study(tmp_path / "study")
+    t4 = table_t4(study, tmp_path / "T4.tsv", tmp_path / "T4.md", baseline="uniform", margin=0.05)
+    t5 = table_t5(study, tmp_path / "T5.tsv", tmp_path / "T5.md", baseline="uniform")
+    for name, table in (("T3", t3), ("T4", t4), ("T5", t5)):
+        header = markdown_header(tmp_path / f"{name}.md")
+        assert 5 <= len(header) <= 10, (name, header)
+        tsv = pd.read_csv(tmp_path / f"{name}.tsv", sep="\t")
+        assert list(tsv.columns) == list(table.columns) and len(tsv.columns) > len(header)
+    assert markdown_header(tmp_path / "T3.md") == [
+        "variant", "units", "cumulative_bits_coded", "test_acc", "per_bit_acc_coded",
+        "per_bit_acc_coded_vs_uniform", "per_bit_acc_coded_vs_uniform_p_holm",
+        "per_bit_acc_coded_vs_uniform_significant",
+    ]  # fmt: skip
+    assert "| cnn kmeans/R2_M0 | 3 seeds |" in (tmp_path / "T3.md").read_text()

@@ -163,6 +163,7 @@ def test_scale():
     assert qs.params == {"scale": 2.0**-10}
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     amax=st.floats(1e-30, 1e30) | st.sampled_from([1.0, 2.0**-20, 57344.0, 28672.0, 57345.0]),

@@ -87,6 +87,7 @@ def test_gaussian_curve_matches_shannon(gaussian_curve):
     assert df["reliable"].all()
 
 
+@pytest.mark.slow
 def test_curve_is_monotone_decreasing(gaussian_curve):
     assert np.all(np.diff(gaussian_curve["distortion"]) < 0)
 

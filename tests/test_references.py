@@ -19,6 +19,7 @@ from gradcomp.quantization.grids import get_grid
 GRID = get_grid("fp8_e5m2")
 
 
+@pytest.mark.slow
 def test_lzma_raw_and_brotli_are_the_libraries_at_their_strongest_settings() -> None:
     """Planted bugs caught: the xz container kept, preset 9 without extreme, brotli at its
     default window."""

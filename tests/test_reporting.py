@@ -123,3 +123,14 @@ def test_every_tsv_goes_through_write_tsv() -> None:
     sources = [*(REPO / "src").rglob("*.py"), *(REPO / "workflow").rglob("*.py")]
     offenders = [p.name for p in sources if re.search(r"\.to_csv\(", p.read_text())]
     assert offenders == []
+
+
+def test_markdown_is_at_most_ten_columns_counting_an_interval_once() -> None:
+    """Ten columns render (an ``x_mean`` / ``x_lo`` / ``x_hi`` group is one of them); an
+    eleventh is refused, naming the columns (planted bug: no limit, or the limit counted
+    over the raw columns, which refuses a readable table of intervals)."""
+    ten = pd.DataFrame({f"c{i}": [1.0] for i in range(9)})
+    ten[["x_mean", "x_lo", "x_hi"]] = [[0.5, 0.4, 0.6]]
+    assert to_markdown(ten).splitlines()[0].count("|") == 11
+    with pytest.raises(ValueError, match=r"11 columns \(c0, .*, x, extra\)"):
+        to_markdown(ten.assign(extra=1))

@@ -112,6 +112,7 @@ def test_holm_adjusted_p_is_the_smallest_level_the_step_down_procedure_rejects_a
             assert np.array_equal(adjusted <= alpha, holm_step_down_rejects(p, alpha))
 
 
+@pytest.mark.slow
 def test_holm_agrees_with_statsmodels():
     """statsmodels' multipletests(method='holm') as a second reference (skipped without it)."""
     multitest = pytest.importorskip("statsmodels.stats.multitest")
@@ -141,6 +142,7 @@ def covers(x: np.ndarray) -> np.ndarray:
     return np.abs(x.mean(axis=-1) - TRUTH) <= half
 
 
+@pytest.mark.slow
 def test_seed_level_interval_covers_the_truth_and_the_seed_x_round_one_does_not():
     """8 seeds x 4 rounds at within-seed correlation 0.5, 4000 simulated studies: the
     interval over per-seed means (the code's t_interval) covers the true difference about 95%
@@ -158,6 +160,7 @@ def test_seed_level_interval_covers_the_truth_and_the_seed_x_round_one_does_not(
     assert naive < 0.90, naive
 
 
+@pytest.mark.slow
 def test_paired_summary_gives_the_seed_level_interval_on_simulated_studies():
     """paired_summary on simulated studies (a baseline with its own seed x round values, the
     variant = baseline + simulated difference) returns the interval over the per-seed mean

@@ -162,6 +162,7 @@ def test_trellis_paths_satisfy_ungerboeck_parity_check(states):
         assert check == 0, f"parity check fails at entry {n - nu}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate,min_gain_db", [(2, 0.6), (4, 0.9)])
 def test_uniform_source_gain_over_the_uniform_scalar_quantizer(rate, min_gain_db):
     """i.i.d. U(-1, 1): the optimal scalar quantizer at R bits (uniform, step 2^(1-R)) has
@@ -181,6 +182,7 @@ def test_uniform_source_gain_over_the_uniform_scalar_quantizer(rate, min_gain_db
     assert _sqnr_db(x[10000:], path.distortion) >= scalar_db + min_gain_db
 
 
+@pytest.mark.slow
 def test_gaussian_source_beats_lloyd_max():
     """i.i.d. N(0, 1), 8 states, the doubled Lloyd-Max codebook (Lloyd at R + 1 bits): SQNR
     at least 0.3 dB above Max's published Lloyd-Max SQNR at R = 1..3 (measured gains 0.4,

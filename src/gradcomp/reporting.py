@@ -31,6 +31,11 @@ def summarise(data: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str]) 
     return out[ordered]
 
 
+#: The most columns a Markdown table may have: wider ones wrap in a terminal and scroll in a
+#: browser. What a reader does not need goes to the TSV only.
+MAX_MARKDOWN_COLUMNS = 10
+
+
 def to_markdown(table: pd.DataFrame, *, digits: int = 3, percent: Collection[str] = ()) -> str:
     """Render ``table`` as a GitHub Markdown table for reading (the TSV keeps full precision).
 
@@ -64,6 +69,11 @@ def to_markdown(table: pd.DataFrame, *, digits: int = 3, percent: Collection[str
             name = col
             cells[name] = [fmt(v) for v in table[col]]
         columns.append(name)
+    if len(columns) > MAX_MARKDOWN_COLUMNS:
+        raise ValueError(
+            f"a Markdown table of {len(columns)} columns ({', '.join(columns)}): at most "
+            f"{MAX_MARKDOWN_COLUMNS} are readable; show fewer and keep the rest in the TSV"
+        )
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for i in range(len(table)):
         lines.append("| " + " | ".join(cells[c][i] for c in columns) + " |")
@@ -90,11 +100,14 @@ def write_table(
     *,
     title: str,
     percent: Collection[str] = (),
+    readable: pd.DataFrame | None = None,
 ) -> None:
     """Write ``table`` as TSV at full precision (:func:`gradcomp.artifacts.write_tsv`) and as
-    Markdown for reading (:func:`to_markdown`; ``percent`` as there) under ``# title``."""
+    Markdown for reading (:func:`to_markdown`; ``percent`` as there) under ``# title``:
+    ``readable``, a view of at most :data:`MAX_MARKDOWN_COLUMNS` columns, or ``table``."""
     write_tsv(tsv_path, table)
-    write_text(md_path, f"# {title}\n\n" + to_markdown(table, percent=percent))
+    shown = table if readable is None else readable
+    write_text(md_path, f"# {title}\n\n" + to_markdown(shown, percent=percent))
 
 
 def data_source_label(summary_json: str | Path) -> str:

@@ -1,10 +1,20 @@
-"""Lossless coders of quantized symbols (paper L) and the pmfs they are designed from.
+"""Lossless coders of quantized gradient symbols (paper L), their bounds and the codes under them.
 
-One coder per module: :mod:`~gradcomp.coding.huffman` (canonical Huffman, real bitstreams),
-:mod:`~gradcomp.coding.ans` (ANS reference), :mod:`~gradcomp.coding.lz78` (paper L's
-baseline), :mod:`~gradcomp.coding.general_purpose` (zlib, bz2, lzma, zstd);
-:mod:`~gradcomp.coding.pmf` holds the symbol pmfs and their entropies.
-"""
+The coder interface (:mod:`~gradcomp.coding.base`: symbols in, a real bitstream out, and back)
+and the name -> coder table of ``lossless.coding.coders`` (:mod:`~gradcomp.coding.registry`).
+The coders: :mod:`~gradcomp.coding.iid_coders` (one pmf for the whole tensor: Huffman from a
+fitted model or the data, cross-entropies), :mod:`~gradcomp.coding.gennorm_channel` (a
+GenNorm scale per output channel, ANS), :mod:`~gradcomp.coding.context` (adaptive context
+ANS), :mod:`~gradcomp.coding.cm` (context mixing, on the integer pieces of
+:mod:`~gradcomp.coding.binary_rc`), :mod:`~gradcomp.coding.byte_coders` (the FP8 bytes as
+they are and through general-purpose compressors), :mod:`~gradcomp.coding.zpaq` (the zpaq
+archiver); :mod:`~gradcomp.coding.bounds` holds the ideal code lengths each class reaches.
+
+The codes under them, one per module: :mod:`~gradcomp.coding.huffman` (canonical Huffman,
+real bitstreams), :mod:`~gradcomp.coding.ans` (ANS reference), :mod:`~gradcomp.coding.lz78`
+(paper L's baseline), :mod:`~gradcomp.coding.general_purpose` (zlib, bz2, lzma, zstd,
+brotli), :mod:`~gradcomp.coding.elias` (Elias-gamma); :mod:`~gradcomp.coding.pmf` holds the
+symbol pmfs and their entropies."""
 
 from gradcomp.coding.ans import ans_bits, ans_decode, ans_encode
 from gradcomp.coding.general_purpose import general_purpose_bits

@@ -33,7 +33,7 @@ from gradcomp.coding.iid_coders import AnsModelCoder, HuffmanEmpiricalCoder, Huf
 from gradcomp.coding.zpaq import ZpaqSize
 from gradcomp.plugins import check_constructor, import_class
 
-__all__ = ["CoderSpec", "builtin_specs", "coder_specs", "default_coders"]
+__all__ = ["CoderSpec", "builtin_specs", "coder_specs"]
 
 KEY = "lossless.coding.coders"
 
@@ -86,11 +86,6 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
         _spec(CMFastCoder),
     ]
     return {s.name: s for s in specs}
-
-
-def default_coders(families: Sequence[str]) -> list[str]:
-    """The built-in names, the config's default for ``lossless.coding.coders``."""
-    return list(builtin_specs(families))
 
 
 def _user_spec(entry: Mapping[str, Any], where: str) -> CoderSpec:

@@ -10,6 +10,14 @@ through one compressor: ``compress`` / ``decompress`` / ``rate``) and
 :mod:`~gradcomp.compression.entries` (config entries expanded into variants) and
 :mod:`~gradcomp.compression.protocol` (the interface a user's compressor implements).
 
+The kinds, one per module: :mod:`~gradcomp.compression.lloyd_quantizer` (paper Y's
+model-based quantizer), :mod:`~gradcomp.compression.kmeans_quantizer` (the data-optimal
+reference), :mod:`~gradcomp.compression.gaussian_channel` (the rate-distortion reference),
+:mod:`~gradcomp.compression.float8`, :mod:`~gradcomp.compression.tcq_quantizer` (trellis-coded
+quantization) and :mod:`~gradcomp.compression.count_sketch` (on the hashes of
+:mod:`~gradcomp.compression.sketch_hash`; FetchSGD's protocol, users sketch and the server sums, in
+:mod:`~gradcomp.compression.fetchsgd`).
+
 The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
 :mod:`~gradcomp.compression.terngrad` (both on
 :mod:`~gradcomp.compression.stochastic_levels`), :mod:`~gradcomp.compression.scaled_sign`

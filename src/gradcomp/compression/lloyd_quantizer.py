@@ -48,7 +48,7 @@ from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer"]
+__all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "default_fit"]
 
 FIT_TO = ("update", "survivors")
 
@@ -58,7 +58,8 @@ def _standard_normal_levels(n_levels: int, M: float):
     return lloyd_design("norm", {"loc": 0.0, "scale": 1.0}, n_levels, M).levels
 
 
-def _default_fit(x: np.ndarray, family: str, label: str, floc: float | None = None):
+def default_fit(x: np.ndarray, family: str, label: str, floc: float | None = None):
+    """The model-based quantizers' default ``fit_fn``: :func:`gradcomp.distributions.fit`."""
     from gradcomp.distributions import fit
 
     return fit(x, family, floc=floc, label=label)
@@ -93,7 +94,7 @@ class LloydQuantizer(ValueQuantizer):
             raise ValueError(f"unknown fit_to {fit_to!r}; expected one of {FIT_TO}")
         self.rate, self.family, self.M = int(rate), family, float(M)
         self.fit_to, self.slip = fit_to, bool(slip)
-        self.fit_fn = fit_fn or _default_fit
+        self.fit_fn = fit_fn or default_fit
         self._slip_rng = np.random.default_rng([int(seed), 0x534C4950])  # "SLIP"
 
     @classmethod

@@ -18,7 +18,7 @@ Parts (all in bits, everything counted):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -73,10 +73,6 @@ class RateBreakdown:
         for part in parts:
             out = out + part
         return out
-
-    def as_dict(self) -> dict[str, int]:
-        """Fields plus ``bits_coded`` and ``bits_fixed``."""
-        return {**asdict(self), "bits_coded": self.total(True), "bits_fixed": self.total(False)}
 
 
 def elias_gamma_bits(values: np.ndarray) -> int:

@@ -17,19 +17,12 @@ import torch
 from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
 
-__all__ = ["BucketedValues", "StochasticLevels", "float32_at_least"]
-
-
-def float32_at_least(x: float) -> float:
-    """The smallest float32 >= ``x`` (a scale sent at 32 bits that still bounds |v|)."""
-    y = np.float32(x)
-    if float(y) < x:
-        y = np.nextafter(y, np.float32(np.inf))
-    return float(y)
+__all__ = ["BucketedValues", "StochasticLevels"]
 
 
 def _float32_at_least(x: torch.Tensor) -> torch.Tensor:
-    """:func:`float32_at_least` of each entry of a float64 tensor (float64 result)."""
+    """The smallest float32 >= each entry of a float64 tensor, as float64: a scale sent at 32
+    bits that still bounds |v|."""
     y = x.to(torch.float32)
     up = torch.nextafter(y, torch.full_like(y, float("inf")))
     return torch.where(y.to(torch.float64) < x, up, y).to(torch.float64)

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES
+from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, default_fit
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.tcq import TCQ_STATES, Trellis, refine_codebook, tcq_decode, viterbi
@@ -39,12 +39,6 @@ from gradcomp.quantization.uniform_levels import uniform_minmax_levels
 log = logging.getLogger(__name__)
 
 __all__ = ["TCQQuantizer"]
-
-
-def _default_fit(x: np.ndarray, family: str, label: str, floc: float | None = None):
-    from gradcomp.distributions import fit
-
-    return fit(x, family, floc=floc, label=label)
 
 
 class TCQQuantizer(ValueQuantizer):
@@ -79,7 +73,7 @@ class TCQQuantizer(ValueQuantizer):
         self.rate, self.family, self.M = int(rate), family, float(M)
         self.trellis = Trellis.ungerboeck(int(states))
         self.refine_iter, self.train_entries = int(refine_iter), int(train_entries)
-        self.fit_fn = fit_fn or _default_fit
+        self.fit_fn = fit_fn or default_fit
 
     @classmethod
     def from_spec(cls, spec, *, fit_fn=None, **kwargs):

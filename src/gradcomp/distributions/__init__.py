@@ -3,7 +3,8 @@ their goodness of fit, in scipy.stats' names (``beta``, ``c``, ``loc``, ``scale`
 
 :mod:`~gradcomp.distributions.fitting` is the public fit API,
 :mod:`~gradcomp.distributions.goodness_of_fit` the paper-L metrics; the MLE machinery lives
-in :mod:`~gradcomp.distributions.power_family` and :mod:`~gradcomp.distributions.free_location`.
+in :mod:`~gradcomp.distributions.power_family` and :mod:`~gradcomp.distributions.free_location`;
+:mod:`~gradcomp.distributions.checks` turns the input into one flat float64 array or a clear error.
 """
 
 from gradcomp.distributions.checks import GradientDataError, check_gradient

@@ -54,7 +54,6 @@ from gradcomp.quantization.grids import GridQuantizer, amax_exponent, get_grid
 
 log = logging.getLogger(__name__)
 
-PARAM_BITS = 32
 EXPONENT_BITS = 8
 CODING_COLUMNS = (
     "model", "run", "epoch", "kind", "tensor", "numel", "grid", "scaling", "scale_exponent",

@@ -15,7 +15,6 @@ import pandas as pd
 
 from gradcomp import plots
 from gradcomp.artifacts import read_tables
-from gradcomp.coding.registry import builtin_specs
 from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.positions import read_with_positions
@@ -132,7 +131,7 @@ def figure_l5(
     its runs and epochs.
     """
     if coders is None:
-        coders = {s.name: s.color for s in builtin_specs().values() if s.figure}
+        coders = lplots.CODER_COLORS
     positions = read_tables([positions_tsv])[["model", "tensor", "position"]]
     # one run's coding.tsv at a time (a paper-scale run's has ~10^6 rows): its lines and
     # the entry counts of the panel titles, for every scaling

@@ -7,7 +7,7 @@ designed from it, :data:`CODER_COLORS`, from the coder registry).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -16,7 +16,7 @@ import pandas as pd
 import seaborn as sns
 
 from gradcomp.coding.iid_coders import FAMILY_COLORS
-from gradcomp.coding.registry import builtin_specs
+from gradcomp.coding.registry import CoderSpec, builtin_specs
 from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.lossless.positions import POSITIONS
 from gradcomp.plots import legend_outside, save_figure, set_theme
@@ -27,9 +27,16 @@ FAMILY_LABELS = {
     "gennorm": "GenNorm",
     "dweibull": "double Weibull",
 }
+
+
+def l5_palette(specs: Iterable[CoderSpec]) -> dict[str, str]:
+    """Name -> colour of the coders L5 draws (those with ``figure`` set), in ``specs`` order."""
+    return {s.name: s.color for s in specs if s.figure}
+
+
 #: L5's default coders and their colours, from the coder registry (a model-designed code
 #: in its family's colour; the workflow passes the configured coders instead).
-CODER_COLORS = {s.name: s.color for s in builtin_specs(list(FAMILY_COLORS)).values() if s.figure}
+CODER_COLORS = l5_palette(builtin_specs().values())
 #: L4's tensor positions, in colours no family uses.
 POSITION_COLORS = {"lower": "C8", "middle": "C5", "upper": "C9"}
 

@@ -34,20 +34,19 @@ import json
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from gradcomp.artifacts import atomic_torch_save, write_tsv
-from gradcomp.augment import random_affine
 from gradcomp.data import Cifar10, test_draw
 from gradcomp.lossless.dumps import KINDS, write_dump
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings, write_streamed
 from gradcomp.models import build_model
-from gradcomp.training import evaluate, minibatches, resolve_device, to_float_batch
+from gradcomp.training import evaluate, resolve_device, train_epoch
 
 log = logging.getLogger(__name__)
 
@@ -143,49 +142,22 @@ class GradientAccumulator:
         return dict(zip(KINDS, (avg, last), strict=True))
 
 
-def train_epoch(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    data: Cifar10,
-    settings: TrainSettings,
-    generator: torch.Generator,
-    accumulator: GradientAccumulator | None,
-    device: torch.device,
-    epoch: int = 0,
-) -> tuple[float, float, int]:
-    """One pass over the training split; returns (mean loss per image in nats, accuracy,
-    images seen), whatever the loss reduction the step differentiates.
+def divergence_check(
+    settings: TrainSettings, epoch: int
+) -> Callable[[torch.Tensor, int, int], None]:
+    """A ``check_loss`` for :func:`gradcomp.training.train_epoch` that raises
+    :class:`TrainingDivergedError` at the first batch whose loss is not finite, before that
+    batch's step."""
 
-    Raises :class:`TrainingDivergedError` at the first batch whose loss is not finite,
-    before that batch's step.
-    """
-    model.train()
-    images, labels = data.train_images, data.train_labels
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-    correct = torch.zeros((), dtype=torch.int64, device=device)
-    for batch, idx in enumerate(minibatches(len(labels), settings.batch_size, generator), 1):
-        x = to_float_batch(images[idx], device)
-        if settings.augment:
-            x = random_affine(x, generator).contiguous(memory_format=torch.channels_last)
-        y = labels[idx].to(device)
-        logits = model(x)
-        loss = F.cross_entropy(logits, y, reduction=settings.loss_reduction)
+    def check(loss: torch.Tensor, batch: int, images: int) -> None:
         if not torch.isfinite(loss):
             raise TrainingDivergedError(
                 f"{settings.model} run{settings.seed} epoch{epoch} batch{batch}: the training "
-                f"loss ({settings.loss_reduction} over {len(idx)} images) is {loss.item()}; "
+                f"loss ({settings.loss_reduction} over {images} images) is {loss.item()}; "
                 f"lower lossless.lr ({settings.lr}) or set lossless.loss_reduction: mean"
             )
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if accumulator is not None:
-            accumulator.add()
-        optimizer.step()
-        summed = settings.loss_reduction == "sum"
-        loss_sum += loss.detach() if summed else loss.detach() * len(idx)
-        correct += (logits.detach().argmax(1) == y).sum()
-    n = len(labels)
-    return loss_sum.item() / n, correct.item() / n, n
+
+    return check
 
 
 def train_with_dumps(
@@ -272,9 +244,20 @@ def train_with_dumps(
         for epoch in range(start_epoch, settings.epochs + 1):
             t0 = time.perf_counter()
             accumulator = GradientAccumulator(accumulated)
-            train_loss, train_acc, seen = train_epoch(
-                model, optimizer, data, settings, generator, accumulator, device, epoch
+            totals = train_epoch(
+                model,
+                optimizer,
+                data.train_images,
+                data.train_labels,
+                batch_size=settings.batch_size,
+                generator=generator,
+                device=device,
+                augment=settings.augment,
+                reduction=settings.loss_reduction,
+                check_loss=divergence_check(settings, epoch),
+                after_backward=accumulator.add,
             )
+            train_loss, train_acc = totals.mean_loss, totals.accuracy
             train_seconds = time.perf_counter() - t0
             test_loss, test_acc = evaluate(
                 model,
@@ -316,7 +299,7 @@ def train_with_dumps(
                 "train_acc": train_acc,
                 "test_loss": test_loss,
                 "test_acc": test_acc,
-                "images_per_s": seen / train_seconds,
+                "images_per_s": totals.images / train_seconds,
                 "seconds": time.perf_counter() - t0,
             }
             history.append(row)

@@ -24,12 +24,10 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from gradcomp.augment import random_affine
 from gradcomp.data import Cifar10
 from gradcomp.models import build_model
-from gradcomp.training import evaluate, minibatches, resolve_device, to_float_batch
+from gradcomp.training import evaluate, resolve_device, train_epoch
 
 __all__ = [
     "OPTIMIZER_STATES",
@@ -206,24 +204,19 @@ class LocalTrainer:
                 # a copy: Adam updates its state tensors in place, the task stays as given
                 optimizer.load_state_dict(copy.deepcopy(task.optimizer_state))
             images, labels = self.data.train_images, self.data.train_labels
-            idx_all = task.user.train_idx
             train_loss = float("nan")
             for _ in range(self.local_epochs):
-                model.train()
-                loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-                for pos in minibatches(len(idx_all), self.batch_size, generator):
-                    idx = idx_all[pos]
-                    x = to_float_batch(images[idx], device)
-                    if self.augment:
-                        x = random_affine(x, generator).contiguous(
-                            memory_format=torch.channels_last
-                        )
-                    loss = F.cross_entropy(model(x), labels[idx].to(device))
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    optimizer.step()
-                    loss_sum += loss.detach() * len(idx)
-                train_loss = loss_sum.item() / len(idx_all)
+                train_loss = train_epoch(
+                    model,
+                    optimizer,
+                    images,
+                    labels,
+                    indices=task.user.train_idx,
+                    batch_size=self.batch_size,
+                    generator=generator,
+                    device=device,
+                    augment=self.augment,
+                ).mean_loss
                 if not math.isfinite(train_loss):
                     raise FloatingPointError(
                         f"{self.model}: user {task.user.user}'s local loss is {train_loss} "

@@ -24,7 +24,6 @@ import pandas as pd
 import scipy.stats
 
 from gradcomp import reporting
-from gradcomp.artifacts import write_text, write_tsv
 from gradcomp.compression.rates import RATE_FIELDS
 from gradcomp.compression.specs import VARIANT_LABEL
 from gradcomp.lossy.paired import (
@@ -178,10 +177,10 @@ def t4_table(
     return table
 
 
-def _t4_readable(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """T4's Markdown view: ten columns at most, the rest stays in the TSV."""
-    c = f"test_loss_vs_{baseline}"
-    out = pd.DataFrame(
+def _variant_and_units(table: pd.DataFrame) -> pd.DataFrame:
+    """The first two columns of T3's and T4's Markdown views: ``model name/R{rate}_M{M}`` and
+    the units of the interval (``3 seeds``, ``6 warm starts``)."""
+    return pd.DataFrame(
         {
             "variant": [
                 f"{m} {n}/R{r}_M{M}"
@@ -192,6 +191,26 @@ def _t4_readable(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
             "units": [f"{u} {d}" for u, d in zip(table["units"], table["design"], strict=True)],
         }
     )
+
+
+def _t3_readable(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """T3's Markdown view: ten columns at most; the bits by part, the standard errors and
+    degrees of freedom stay in the TSV."""
+    c = f"per_bit_acc_coded_vs_{baseline}"
+    out = _variant_and_units(table)
+    out["cumulative_bits_coded"] = table["cumulative_bits_coded"].to_numpy()
+    for col in ("test_acc", "per_bit_acc_coded", c):
+        for part in ("mean", "lo", "hi"):
+            out[f"{col}_{part}"] = table[f"{col}_{part}"].to_numpy()
+    for col in (f"{c}_p_holm", f"{c}_significant"):
+        out[col] = table[col].to_numpy()
+    return out
+
+
+def _t4_readable(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """T4's Markdown view: ten columns at most, the rest stays in the TSV."""
+    c = f"test_loss_vs_{baseline}"
+    out = _variant_and_units(table)
     for col in ("bits_per_entry", "loss_increase", "acc_change", c):
         for part in ("mean", "lo", "hi"):
             out[f"{col}_{part}"] = table[f"{col}_{part}"]
@@ -322,7 +341,9 @@ def table_t3(
         title="T3: federated runs, final round (bits summed over users and rounds; mean "
         "[95% Student-t interval] over seeds, the unit of replication; per-bit accuracy "
         f"paired by seed with {baseline} at the same R; family: these {family} differences, "
-        "Holm-adjusted p, significant = adjusted p < 0.05)",
+        "Holm-adjusted p, significant = adjusted p < 0.05; the bits by part and every other "
+        "column in T3.tsv)",
+        readable=_t3_readable(table, baseline) if "model" in table.columns else None,
     )
     return table
 
@@ -348,8 +369,7 @@ def table_t4(
         f"adjusted p, significant = adjusted p < {alpha:g}{equivalence}; every column in "
         "T4.tsv)"
     )
-    write_tsv(tsv, table)
-    write_text(md, f"# {title}\n\n" + reporting.to_markdown(_t4_readable(table, baseline)))
+    reporting.write_table(table, tsv, md, title=title, readable=_t4_readable(table, baseline))
     return table
 
 
@@ -399,6 +419,5 @@ def table_t5(paths, tsv, md, *, baseline: str, curves=None) -> pd.DataFrame:
         f"family: these {family} tests (BD-rate and sign), Holm-adjusted, significant = "
         "adjusted p < 0.05; every column in T5.tsv)"
     )
-    write_tsv(tsv, table)
-    write_text(md, f"# {title}\n\n" + reporting.to_markdown(_t5_readable(table)))
+    reporting.write_table(table, tsv, md, title=title, readable=_t5_readable(table))
     return table

@@ -214,6 +214,5 @@ def table_verdicts(
         f"{power:.0%} power at level {alpha:g}/{m} (Holm's first step). Numbers move with the "
         "machine's float noise; the verdicts should not (docs/results.md)."
     )
-    write_tsv(tsv, table)
-    write_text(md, f"# {title}\n\n" + reporting.to_markdown(_readable(table)))
+    reporting.write_table(table, tsv, md, title=title, readable=_readable(table))
     return table

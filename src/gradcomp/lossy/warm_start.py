@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from gradcomp.artifacts import atomic_torch_save
 from gradcomp.data import Cifar10, load_cifar10, test_draw
 from gradcomp.lossy.local_training import ADAM_EPS, cpu_state
 from gradcomp.models import build_model
-from gradcomp.training import evaluate, minibatches, resolve_device, to_float_batch
+from gradcomp.training import evaluate, resolve_device, train_epoch
 
 log = logging.getLogger(__name__)
 
@@ -73,15 +72,15 @@ def pretrain(
         rows = []
         for epoch in range(1, settings.epochs + 1):
             t0 = time.perf_counter()
-            model.train()
-            loss_sum = 0.0
-            for idx in minibatches(len(labels), settings.batch_size, generator):
-                loss = F.cross_entropy(model(to_float_batch(images[idx], dev)), labels[idx].to(dev))
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                loss_sum += loss.item() * len(idx)
-            train_loss = loss_sum / len(labels)
+            train_loss = train_epoch(
+                model,
+                optimizer,
+                images,
+                labels,
+                batch_size=settings.batch_size,
+                generator=generator,
+                device=dev,
+            ).mean_loss
             if not math.isfinite(train_loss):
                 raise FloatingPointError(
                     f"warm start of {settings.model}: loss {train_loss} in epoch {epoch}"

@@ -1,7 +1,11 @@
 """Scalar quantization: fixed grids (FP8, FP4, uniform; :mod:`~gradcomp.quantization.grids`),
 the nearest-level quantizer with its one tie rule (:mod:`~gradcomp.quantization.level_quantizer`),
 uniform levels (:mod:`~gradcomp.quantization.uniform_levels`), the fitted laws' cell moments
-(:mod:`~gradcomp.quantization.symmetric_law`), Lloyd design under the |g|^M weighted
-distortion (:mod:`~gradcomp.quantization.lloyd`), that
-distortion on data (:mod:`~gradcomp.quantization.distortion`) and the rate-distortion bound
+(:mod:`~gradcomp.quantization.symmetric_law`, far tails in
+:mod:`~gradcomp.quantization.tail_gamma`), Lloyd design under the |g|^M weighted distortion
+(:mod:`~gradcomp.quantization.lloyd`, Newton steps in :mod:`~gradcomp.quantization.lloyd_newton`,
+the authors' released variant in :mod:`~gradcomp.quantization.released_lloyd`), its data
+counterpart (weighted k-means, :mod:`~gradcomp.quantization.kmeans`), trellis-coded
+quantization (:mod:`~gradcomp.quantization.tcq`), that distortion on data
+(:mod:`~gradcomp.quantization.distortion`) and the rate-distortion bound
 (:mod:`~gradcomp.quantization.rate_distortion`)."""

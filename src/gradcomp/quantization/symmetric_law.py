@@ -195,10 +195,6 @@ class SymmetricLaw:
         lower = self.cell_moments(np.minimum(a, -tau), np.minimum(b, -tau), M, orders, log_shift)
         return upper + lower
 
-    def tail_mass(self, tau: float) -> float:
-        """``P(|X| >= tau)`` of the centred law."""
-        return float(np.exp(self.log_tail_mass(tau)))
-
     def log_tail_mass(self, tau: float) -> float:
         """``log P(|X| >= tau)`` of the centred law, finite far beyond where it underflows."""
         if tau <= 0:

@@ -1,0 +1,71 @@
+"""The report's captions (``workflow/report/*.rst``): valid reStructuredText once Snakemake's
+Jinja has rendered them, the study-wide paragraph (paper L's training) written once, in the
+report's description, and no sentence pasted into two captions."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import docutils.core
+import jinja2
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+REPORT = REPO / "workflow" / "report"
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def render(path: Path, config: dict) -> str:
+    """``path`` as Snakemake renders a caption: Jinja with its settings, then docutils (here
+    halting at a warning, e.g. a malformed inline literal)."""
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    text = env.from_string(path.read_text()).render(snakemake=SimpleNamespace(config=config))
+    docutils.core.publish_parts(
+        text, writer="html", settings_overrides={"halt_level": 2, "report_level": 5}
+    )
+    return text
+
+
+def test_the_report_names_its_description() -> None:
+    assert re.search(
+        r'^report: "workflow/report/workflow.rst"$', (REPO / "Snakefile").read_text(), re.M
+    )
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_description_states_paper_l_training_from_the_config(reduction) -> None:
+    """The step size on the mean loss is lr x batch for the summed loss, stated only then.
+    Planted bug that fails it: the condition on the reduction dropped or inverted."""
+    lossless = {**DEFAULT["lossless"], "loss_reduction": reduction, "lr": 0.02, "batch_size": 32}
+    text = " ".join(render(REPORT / "workflow.rst", {**DEFAULT, "lossless": lossless}).split())
+    assert (
+        f"Gradients of the batch {reduction} of the cross-entropy, SGD at lr 0.02 and batch 32"
+        in text
+    )
+    assert ("a step of 0.64 on the mean loss" in text) == (reduction == "sum")
+
+
+@pytest.mark.parametrize("path", sorted(REPORT.glob("*.rst")), ids=lambda p: p.name)
+def test_every_caption_renders(path) -> None:
+    render(path, DEFAULT)
+
+
+def sentences(path: Path) -> set[str]:
+    text = " ".join(path.read_text().split())
+    return {s for s in re.split(r"(?<=[.;])\s+", text) if len(s) >= 80}
+
+
+def test_no_sentence_is_pasted_into_two_captions() -> None:
+    """A long sentence in two captions says a study-wide fact twice; it belongs in the
+    report's description (``workflow.rst``) or in one caption that the others name."""
+    files = {p.name: sentences(p) for p in sorted(REPORT.glob("*.rst"))}
+    shared = [
+        (a, b, sorted(files[a] & files[b])[0][:80])
+        for a, b in itertools.combinations(files, 2)
+        if files[a] & files[b]
+    ]
+    assert not shared, shared
