@@ -6,9 +6,12 @@ The coders: :mod:`~gradcomp.coding.iid_coders` (one pmf for the whole tensor: Hu
 fitted model or the data, cross-entropies), :mod:`~gradcomp.coding.gennorm_channel` (a
 GenNorm scale per output channel, ANS), :mod:`~gradcomp.coding.context` (adaptive context
 ANS), :mod:`~gradcomp.coding.cm` (context mixing, on the integer pieces of
-:mod:`~gradcomp.coding.binary_rc`), :mod:`~gradcomp.coding.byte_coders` (the FP8 bytes as
+:mod:`~gradcomp.coding.binary_rc`) and its faster variant :mod:`~gradcomp.coding.cm_fast`
+(fewer decisions and models per symbol), :mod:`~gradcomp.coding.byte_coders` (the FP8 bytes as
 they are and through general-purpose compressors), :mod:`~gradcomp.coding.zpaq` (the zpaq
-archiver); :mod:`~gradcomp.coding.bounds` holds the ideal code lengths each class reaches.
+archiver); :mod:`~gradcomp.coding.bounds` holds the ideal code lengths each class reaches,
+and :mod:`~gradcomp.coding.counts` the sizes that follow from a tensor's symbol counts alone
+(its histogram, taken on the tensor's device: whole-model coding).
 
 The codes under them, one per module: :mod:`~gradcomp.coding.huffman` (canonical Huffman,
 real bitstreams), :mod:`~gradcomp.coding.ans` (ANS reference), :mod:`~gradcomp.coding.lz78`
