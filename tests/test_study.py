@@ -5,6 +5,9 @@ schema's enums equal the registries, command-line strings are converted by the s
 from __future__ import annotations
 
 import copy
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import pytest
 import yaml
@@ -142,10 +145,33 @@ def test_all_failed_checks_are_reported_at_once() -> None:
     assert "'lossy.baseline'" in str(err.value) and "'figures.lossless_run'" in str(err.value)
 
 
+def _mutable_parts(value, path: str = "study"):
+    """Paths of the dicts, lists and sets anywhere inside ``value``."""
+    if isinstance(value, (dict, list, set)):
+        yield path
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _mutable_parts(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _mutable_parts(item, f"{path}[{key!r}]")
+    elif isinstance(value, tuple):
+        for i, item in enumerate(value):
+            yield from _mutable_parts(item, f"{path}[{i}]")
+
+
 def test_study_is_frozen() -> None:
+    """Frozen all the way down: no dict, list or set inside (planted bug: a section keeping
+    the config's dict, whose keys a rule could then change for the jobs after it)."""
     study = load_study(config(), SCHEMA)
     with pytest.raises(AttributeError):
         study.lossy.baseline = "none"
+    with pytest.raises(TypeError):
+        study.lossy.federation["lr"] = 1.0
+    with pytest.raises(TypeError):
+        study.lossy.variants[0].spec["rate"] = 1
+    assert list(_mutable_parts(study)) == []
+    assert list(_mutable_parts((MappingProxyType({"a": [1]}),))) == ["study[0]['a']"]
 
 
 def test_nested_command_line_compressors_are_converted() -> None:

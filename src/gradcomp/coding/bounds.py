@@ -34,7 +34,7 @@ from gradcomp.coding.context import (
     sign_contexts,
     sign_states,
 )
-from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of
+from gradcomp.coding.iid_coders import model_pmf_of
 
 __all__ = [
     "ChannelEntropy",
@@ -48,8 +48,6 @@ __all__ = [
 
 class Entropy(Bound):
     name = "entropy"
-    color = "k"
-    in_figure = True
     raw_signs = True
 
     def bits(self, x: TensorSymbols) -> float:
@@ -59,8 +57,6 @@ class Entropy(Bound):
 
 class ChannelEntropy(Bound):
     name = "entropy_channel"
-    color = "purple"  # its coder, ans_gennorm_channel, is C6 (pink)
-    in_figure = True
     raw_signs = True
 
     def bits(self, x: TensorSymbols) -> float:
@@ -71,8 +67,6 @@ class ChannelEntropy(Bound):
 
 class ContextEntropy(Bound):
     name = "entropy_context"
-    color = "teal"  # its coder, ans_context, is C9 (cyan)
-    in_figure = True
 
     def bits(self, x: TensorSymbols) -> float:
         m, ctx, signs, sign_ctx = _context_streams(x)
@@ -110,7 +104,6 @@ def kt_bits(symbols: np.ndarray, context: np.ndarray, alphabet: int) -> float:
 
 class KTContextBits(Bound):
     name = "kt_context"
-    color = "darkcyan"
 
     def bits(self, x: TensorSymbols) -> float:
         m, ctx, signs, sign_ctx = _context_streams(x)
@@ -123,7 +116,6 @@ class CrossEntropy(Bound):
     def __init__(self, family: str = "gennorm") -> None:
         self.family = family
         self.name = f"xent_{family}"
-        self.color = FAMILY_COLORS.get(family, "0.5")
         self.needs = (family,)
 
     def bits(self, x: TensorSymbols) -> float:

@@ -291,8 +291,6 @@ class CMCoder(Coder):
     """Context-mixing binary arithmetic coder of one tensor; see the module docstring."""
 
     name = "cm_context"
-    color = "darkred"
-    in_figure = True
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         return Bitstream(side=(), payload=(encode_message([x]),), shape=x.shape)

@@ -132,7 +132,8 @@ def figure_l5(
     its runs and epochs.
     """
     if coders is None:
-        coders = {s.name: s.color for s in builtin_specs().values() if s.figure}
+        names = builtin_specs().keys()
+        coders = {n: lplots.CODER_COLORS[n] for n in names if n in lplots.CODER_COLORS}
     positions = read_tables([positions_tsv])[["model", "tensor", "position"]]
     # one run's coding.tsv at a time (a paper-scale run's has ~10^6 rows): its lines and
     # the entry counts of the panel titles, for every scaling
