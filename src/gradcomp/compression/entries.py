@@ -29,7 +29,6 @@ from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
 from gradcomp.compression.specs import (
     OPTION_KEYS,
     SOURCE_KEYS,
-    VARIANT_LABEL,
     CheckedSpec,
     SpecError,
     check_spec,
@@ -39,7 +38,6 @@ from gradcomp.compression.specs import (
 
 __all__ = [
     "ENTRY_KEYS",
-    "VARIANT_LABEL",
     "EntryError",
     "EntryProblem",
     "Variant",

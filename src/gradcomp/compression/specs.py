@@ -82,7 +82,6 @@ __all__ = [
     "SPEC_KEYS",
     "UPDATE_COMPRESSORS",
     "SpecError",
-    "VARIANT_LABEL",
     "build_compressor",
     "check_spec",
     "is_int",
@@ -428,10 +427,7 @@ def build_compressor(
     )
 
 
-#: A variant label (:func:`variant_label`) as a regex, groups ``compressor``, ``rate``, ``M``.
-VARIANT_LABEL = r"(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)"
-
-
 def variant_label(name: str, rate: int, M: int) -> str:
-    """``{name}/R{rate}_M{M}``, matched by :data:`VARIANT_LABEL`."""
+    """``{name}/R{rate}_M{M}``: a run's folder and a variant's label for people (tables carry
+    the name, rate and M as columns; nothing parses a label back)."""
     return f"{name}/R{rate}_M{M}"
