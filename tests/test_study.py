@@ -242,3 +242,23 @@ def test_command_line_compressor_list_dry_run(tmp_path) -> None:
     )
     proc = run_snakemake(tmp_path, "-n", "--cores", "1", "--config", full)
     assert "federated" in proc.stdout and "x/R4_M2" in proc.stdout
+
+
+def test_entry_errors_speak_of_the_entry_and_the_study_names_the_key() -> None:
+    """The library names the entry's index and key (no config path); the study turns that into
+    the config key, ``lossy.<key>`` for a value the entry took over from the section (planted
+    bugs: an inherited top-K blamed on the entry; the library naming the config's layout)."""
+    from gradcomp.compression.entries import EntryError, expand_entries
+    from gradcomp.study_pieces import compressor_variants
+
+    good = {"name": "u", "quantizer": "uniform", "rates": [2]}
+    bad_rates = {"name": "v", "quantizer": "uniform", "rates": []}
+    with pytest.raises(EntryError) as err:
+        expand_entries([good, bad_rates], {"topk": 2.0})
+    problems = {(p.index, p.key, p.inherited) for p in err.value.problems}
+    assert problems == {(0, "topk", True), (1, "rates", False)}
+    assert "lossy" not in str(err.value) and "config key" not in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        compressor_variants({"topk": 2.0, "compressors": [good, bad_rates]})
+    assert "config key 'lossy.topk'" in str(err.value)
+    assert "config key 'lossy.compressors.1.rates'" in str(err.value)
