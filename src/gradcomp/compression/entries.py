@@ -46,7 +46,7 @@ __all__ = [
     "variant_label",
 ]
 
-#: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
+#: Keys of a compressor entry; ``rates`` and ``M`` are lists there.
 ENTRY_KEYS = (
     "name", "curve", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
     "sparsifier", "topk", "topk_budget_percent", "error_feedback", "memory_mode", "memory_decay",

@@ -55,8 +55,8 @@ Spec keys (``None`` means absent):
   refused elsewhere). ``tcq`` takes a ``family`` like ``lloyd`` and a rate in 1..8.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
-Config entries (items of ``lossy.compressors``) are expanded into specs by
-:mod:`gradcomp.compression.entries`.
+Compressor entries (one compressor over several rates and M values) are expanded into
+specs by :mod:`gradcomp.compression.entries`.
 """
 
 from __future__ import annotations
