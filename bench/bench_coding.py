@@ -1,6 +1,7 @@
 """Throughput of the lossless coders on FP8-quantized GenNorm-like gradients.
 
-Run: ``.venv/bin/python bench/bench_coding.py [--n 10000000] [--dahuffman-n 100000]``
+Run: ``.venv/bin/python bench/bench_coding.py [--n 10000000] [--dahuffman-n 100000]
+[--only-real]``
 
 Data: ``--n`` samples of scipy.stats.gennorm(0.8, scale=1e-3) quantized to FP8 E5M2 (signed
 symbols, alphabet 247).  The Huffman code is designed from the model pmf of the FP8 bins
@@ -15,8 +16,16 @@ their rates beside the i.i.d. entropy and lzma.
 
 Then the context coders on real tensors (``bench/data/real_fp8_sample.npz``: FP8 E5M2
 symbols of 5 resnet20 and 2 cnn epoch-average gradients, epoch 3 of a 5,000-image run,
-79k entries): ``cm_context`` per tensor and as one message, and ``ans_context``, encode and
-decode M symbols per CPU second and bits per entry, beside zpaq -m5 where installed.
+79k entries): ``cm_context`` and ``cm_fast`` per tensor and as one message, and
+``ans_context``, encode and decode M symbols per CPU second and bits per entry, beside zpaq
+-m5 where installed, and the CPU cost of one call on a 1-entry tensor (the per-call
+overhead). ``--only-real`` runs this part alone.
+
+``--runs DIR [DIR ...]`` runs the same comparison on the dumps of a workflow run
+(``results/lossless/<model>/run<r>``: every epoch-average tensor the fits keep, at least
+``--skip-below`` entries, FP8 E5M2 of the unscaled values, rows = output channels, as
+``code_lossless`` codes them): per tensor, and one message per epoch (the tensors of an
+epoch in the order the model sends them) against zpaq -m5 on that epoch's bytes as one file.
 
 Reports symbols/s for gradcomp's Huffman encode and decode (best of ``--repeat``) against
 the pure-Python ``dahuffman`` package on ``--dahuffman-n`` symbols, bytes/s for LZ78 on the
@@ -40,6 +49,8 @@ from gradcomp.coding import (
     HuffmanCode,
     ans_decode,
     ans_encode,
+    cm,
+    cm_fast,
     entropy_bits,
     general_purpose_bits,
     lz78_decode,
@@ -47,7 +58,8 @@ from gradcomp.coding import (
 )
 from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.byte_coders import fp8_bytes
-from gradcomp.coding.cm import CMCoder, decode_message, encode_message
+from gradcomp.coding.cm import CMCoder
+from gradcomp.coding.cm_fast import CMFastCoder
 from gradcomp.coding.context import ContextCoder
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
 from gradcomp.coding.pmf import empirical_pmf, floor_and_renormalise, model_pmf
@@ -57,6 +69,7 @@ from gradcomp.quantization.grids import get_grid
 SAMPLE = Path(__file__).parent / "data" / "real_fp8_sample.npz"
 
 TARGET = 30e6  # symbols/s, encode and decode
+MESSAGE_CODERS = {"cm_context": cm, "cm_fast": cm_fast}  # coders of a message: name -> module
 
 
 def best_time(fn, repeat: int):
@@ -81,7 +94,18 @@ def main() -> int:
     ap.add_argument("--dahuffman-n", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only-real", action="store_true", help="only the real tensors' part")
+    ap.add_argument("--runs", nargs="+", type=Path, help="workflow run folders: their dumps")
+    ap.add_argument("--skip-below", type=int, default=256)
     args = ap.parse_args()
+    if args.runs:
+        ok = all([bench_run(run, args.repeat, args.skip_below) for run in args.runs])
+        print("all roundtrips exact" if ok else "ROUNDTRIP FAILURE")
+        return 0 if ok else 1
+    if args.only_real:
+        ok = bench_real(args.repeat)
+        print("all roundtrips exact" if ok else "ROUNDTRIP FAILURE")
+        return 0 if ok else 1
     ok = True
 
     dist = scipy.stats.gennorm(0.8, scale=1e-3)
@@ -233,16 +257,53 @@ def bench_dependence(n: int, seed: int, repeat: int) -> bool:
     return ok
 
 
+def bench_run(run: Path, repeat: int, skip_below: int) -> bool:
+    """:func:`compare` on the dumps of one workflow run, one message per epoch."""
+    from gradcomp.coding.base import as_rows
+    from gradcomp.lossless.dumps import read_dump
+
+    q = get_grid("fp8_e5m2")
+    epochs = []
+    for path in sorted(run.glob("grads/epoch*.safetensors"), key=lambda p: int(p.stem[5:])):
+        tensors = read_dump(path).tensors["epoch_avg"]
+        xs = []
+        for t in tensors.values():
+            if t.numel() < skip_below:
+                continue
+            symbols, _ = q.encode(t.numpy())
+            xs.append(TensorSymbols(symbols.reshape(as_rows(tuple(t.shape))), q))
+        epochs.append(xs)
+    if not epochs:
+        raise SystemExit(f"{run}: no grads/epoch*.safetensors")
+    return compare(epochs, f"{run} ({len(epochs)} epochs, one message each)", repeat)
+
+
 def bench_real(repeat: int) -> bool:
-    """The context coders on the committed real tensors: M symbols per CPU second (best of
-    ``repeat``) and bits per entry, every stream decoded and checked."""
+    """:func:`compare` on the committed real tensors, as one message."""
     q = get_grid("fp8_e5m2")
     with np.load(SAMPLE) as f:
         xs = [TensorSymbols(f[k].astype(np.int64), q) for k in f.files]
+    return compare([xs], f"real tensors ({SAMPLE.name})", repeat)
+
+
+def compare(messages: list[list[TensorSymbols]], label: str, repeat: int) -> bool:
+    """The context coders on real tensors, ``messages`` a list of messages (each a list of
+    tensors): M symbols per CPU second (best of ``repeat``) and bits per entry, every stream
+    decoded and checked; zpaq -m5 beside them, per tensor and one file per message, and on
+    how many tensors each coder is below zpaq."""
+    q = get_grid("fp8_e5m2")
+    xs = [x for m in messages for x in m]
     n = sum(x.symbols.size for x in xs)
-    encode_message(xs[:1])  # numba compiles (or loads its cache) outside the timing
+    for mod in MESSAGE_CODERS.values():
+        mod.encode_message(xs[:1])  # numba compiles (or loads its cache) outside the timing
     ok = True
-    print(f"real tensors ({SAMPLE.name}): {len(xs)} tensors, {n} entries, per CPU second")
+    load = ", ".join(f"{a:.2f}" for a in os.getloadavg())
+    print(f"{label}: {len(xs)} tensors, {n} entries, per CPU second (load average {load})")
+    data = [fp8_bytes(q.decode(x.symbols), q) for x in xs]
+    zpaq_each = [zpaq_bits(d) for d in data]
+    sizes = np.cumsum([0] + [len(m) for m in messages])
+    bounds = zip(sizes[:-1], sizes[1:], strict=True)
+    zpaq_one = sum(zpaq_bits(b"".join(data[a:b])) for a, b in bounds)
 
     def cpu(fn):
         best, out = float("inf"), None
@@ -252,30 +313,46 @@ def bench_real(repeat: int) -> bool:
             best = min(best, time.process_time() - c0)
         return best, out
 
-    te, msg = cpu(lambda: encode_message(xs))
-    td, back = cpu(lambda: decode_message(msg, [x.shape for x in xs], q))
-    exact = all(np.array_equal(b, x.symbols) for b, x in zip(back, xs, strict=True))
-    ok &= exact
-    print(
-        f"  cm_context, one message: encode {n / te / 1e6:.2f} M/s, decode {n / td / 1e6:.2f} "
-        f"M/s, {8 * len(msg) / n:.4f} bits/entry, roundtrip exact: {exact}"
-    )
-    for coder in (CMCoder(), ContextCoder()):
+    for name, mod in MESSAGE_CODERS.items():
+        te, msgs = cpu(lambda m=mod: [m.encode_message(xm) for xm in messages])
+        td, back = cpu(
+            lambda m=mod, s=msgs: [
+                m.decode_message(b, [x.shape for x in xm], q)
+                for b, xm in zip(s, messages, strict=True)
+            ]
+        )
+        exact = all(
+            np.array_equal(b, x.symbols)
+            for bm, xm in zip(back, messages, strict=True)
+            for b, x in zip(bm, xm, strict=True)
+        )
+        ok &= exact
+        bits = 8 * sum(len(b) for b in msgs)
+        print(
+            f"  {name}, one stream per message: encode {n / te / 1e6:.2f} M/s, decode "
+            f"{n / td / 1e6:.2f} M/s, {bits / n:.4f} bits/entry (zpaq one file per message "
+            f"{zpaq_one / n:.4f}), roundtrip exact: {exact}"
+        )
+    for coder in (CMCoder(), CMFastCoder(), ContextCoder()):
         te, streams = cpu(lambda c=coder: [c.encode(x) for x in xs])
         td, back = cpu(lambda c=coder, s=streams: [c.decode(t, q, {}) for t in s])
         exact = all(np.array_equal(b, x.symbols) for b, x in zip(back, xs, strict=True))
         ok &= exact
-        bits = sum(t.bits for t in streams)
+        bits = [t.bits for t in streams]
+        below = sum(b < z for b, z in zip(bits, zpaq_each, strict=True))
         print(
             f"  {coder.name}, per tensor: encode {n / te / 1e6:.2f} M/s, decode "
-            f"{n / td / 1e6:.2f} M/s, {bits / n:.4f} bits/entry, roundtrip exact: {exact}"
+            f"{n / td / 1e6:.2f} M/s, {sum(bits) / n:.4f} bits/entry (zpaq "
+            f"{sum(zpaq_each) / n:.4f}; below it on {below} of {len(xs)} tensors), roundtrip "
+            f"exact: {exact}"
         )
-    data = [fp8_bytes(q.decode(x.symbols), q) for x in xs]
-    per_tensor = sum(zpaq_bits(d) for d in data)
-    print(
-        f"  zpaq -m5 (net of its container): per tensor {per_tensor / n:.4f}, one file "
-        f"{zpaq_bits(b''.join(data)) / n:.4f} bits/entry (nan: zpaq not installed)"
-    )
+    # what a call costs apart from its symbols: fresh statistics, tables, the compiled call
+    one = [TensorSymbols(xs[0].symbols[:1, :1], q)] * 1000
+    for name, mod in MESSAGE_CODERS.items():
+        t1, _ = cpu(lambda m=mod: [m.encode_message([x]) for x in one])
+        print(f"  {name}: {t1 / len(one) * 1e6:.1f} CPU microseconds per call on a 1-entry "
+              "tensor")  # fmt: skip
+    print("  (zpaq -m5 net of its container; nan: zpaq not installed)")
     return ok
 
 

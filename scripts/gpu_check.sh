@@ -59,11 +59,12 @@ else
     DEVICE=cuda SUBSETS="train_subset: null, test_subset: null" THREADS=8
 fi
 cat > "$WORK/gpu-check.yaml" <<EOF
-# written by scripts/gpu_check.sh ($MODE): on top of config/paper.yaml
+# written by scripts/gpu_check.sh ($MODE): on top of config/paper.yaml (whose
+# lossless.coding.stream, auto, has the training jobs code every tensor: docs/cluster.md)
 cifar10: $DATA
 data: {$SUBSETS, pretrain_subset: null}
 device: $DEVICE
-lossless: {runs: 1, epochs: 1, threads: $THREADS, coding: {stream: false}}
+lossless: {runs: 1, epochs: 1, threads: $THREADS}
 lossy: {seeds: [0], rounds: 1, threads: $THREADS}
 EOF
 

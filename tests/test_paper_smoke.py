@@ -29,6 +29,15 @@ PAPER_MODELS = PAPER["lossless"]["models"]
 ENTRIES = PAPER["lossy"]["compressors"]
 VARIANTS = sum(len(e.get("rates", [None])) * len(e.get("M", [0])) for e in ENTRIES)
 CURVES = {(e["name"], M) for e in ENTRIES for M in e.get("M", [0])}  # T5's rate curves
+# Full runs (T3, Y1-Y3): the variants the overlay's lossy.full_runs names, by entry name or by
+# its name/R{rate}_M{M} label.
+FULL = SMOKE["lossy"]["full_runs"]
+FULL_VARIANTS = sum(
+    e["name"] in FULL or f"{e['name']}/R{rate}_M{M}" in FULL
+    for e in ENTRIES
+    for rate in e.get("rates", [None])
+    for M in e.get("M", [0])
+)
 MAX_WIDTH_PX = 2300  # four 3-inch panels at 130 dpi, axis labels and the references' legend
 
 
@@ -96,12 +105,13 @@ def test_paper_l_dumps_positions_and_tables(smoke: Path) -> None:
 
 
 def test_paper_y_tables_have_every_variant(smoke: Path) -> None:
-    """T3 and T4 have one row per configured variant (VARIANTS, counted from paper.yaml),
-    T4 over the overlay's two one-round seeds, T5 one row per (compressor, M) curve other
-    than the baseline's; the measured means are finite (planted bug: a variant dropped, e.g.
-    the survivors-fit gennormpaper, or NaN passed on from an empty round)."""
+    """T3 has one row per variant with full runs (FULL_VARIANTS), T4 one per configured
+    variant (VARIANTS, counted from paper.yaml) over the overlay's two one-round seeds, T5
+    one row per (compressor, M) curve other than the baseline's; the measured means are
+    finite (planted bug: a variant dropped, e.g. the survivors-fit gennormpaper, or NaN
+    passed on from an empty round)."""
     t3 = read(smoke, "T3")
-    assert len(t3) == VARIANTS
+    assert len(t3) == FULL_VARIANTS
     assert finite(t3, ["test_acc_mean", "per_bit_acc_coded_mean", "cumulative_bits_coded"])
     t4 = read(smoke, "T4")
     n_seeds = len(SMOKE["lossy"]["one_round"]["seeds"])
@@ -127,7 +137,7 @@ def test_costs_table_covers_every_heavy_rule(smoke: Path) -> None:
     for model in PAPER_MODELS:
         for rule in ("train_lossless", "fit_lossless", "code_lossless"):
             assert jobs[(rule, model)] == SMOKE["lossless"]["runs"]
-    assert jobs[("federated", "cnn")] == VARIANTS * len(SMOKE["lossy"]["seeds"])
+    assert jobs[("federated", "cnn")] == FULL_VARIANTS * len(SMOKE["lossy"]["seeds"])
     # from scratch there is no warm start: one job holds every seed
     assert jobs[("one_round_study", "cnn")] == 1
     assert jobs[("prepare_cifar10", "")] == 1 and jobs[("distortion_study", "cnn")] == 1

@@ -31,10 +31,16 @@ CODERS = (
     "ans_context", "entropy_context",
 )  # fmt: skip
 STREAM_SPECS = coder_specs(CODERS, FAMILIES)
+# every tensor's streams (sample: all), so that every row equals the dumps' coding
 STREAM = StreamSettings(
-    families=FAMILIES, scalings=("none", "amax"), coders=tuple(STREAM_SPECS), verify=True,
+    families=FAMILIES,
+    scalings=("none", "amax"),
+    coders=tuple(STREAM_SPECS),
+    verify=True,
     skip_below=256,
-)  # fmt: skip
+    sample_tensors=None,
+    sample_epochs=None,
+)
 EPOCHS = 2
 
 
@@ -152,11 +158,13 @@ def test_t1_covers_every_tensor_with_one_dumped_tensor(runs, tmp_path: Path) -> 
 @pytest.mark.slow
 def test_merge_refuses_streamed_rows_of_other_coders(runs, tmp_path: Path) -> None:
     streamed = pd.read_csv(runs["one"] / "coded_all.tsv", sep="\t")
-    streamed[streamed["coder"] != "zstd"].to_csv(tmp_path / "c.tsv", sep="\t", index=False)
+    # a coder of the counts (every tensor has it): missing, the settings differed
+    streamed = streamed[streamed["coder"] != "huffman_gennorm"]
+    streamed.to_csv(tmp_path / "c.tsv", sep="\t", index=False)
     fits = fit_run(dumps(runs["one"]), model="mlp", run=3, families=list(FAMILIES),
                    floc=None, skip_below=256, kinds=["epoch_avg"])  # fmt: skip
     fits.to_csv(tmp_path / "fits.tsv", sep="\t", index=False)
-    with pytest.raises(ValueError, match=r"c\.tsv.*coder.*zstd"):
+    with pytest.raises(ValueError, match=r"c\.tsv.*coder.*huffman_gennorm"):
         code_lossless(
             dumps(runs["one"]), tmp_path / "fits.tsv", tmp_path / "coding.tsv",
             streamed_tsv=tmp_path / "c.tsv", model="mlp", run=3, families=FAMILIES,
@@ -184,13 +192,16 @@ def test_stream_auto_is_on_when_dumps_are_restricted(stream, patterns, expected)
 
 @pytest.mark.slow
 def test_workflow_with_one_dumped_tensor_codes_the_whole_model(tmp_path: Path) -> None:
-    """The tiny config with lossless.dump_tensors = {mlp: [fc2.weight]} (stream: auto):
-    the training job writes coded_all.tsv with every tensor, code_lossless's coding.tsv
-    (and so T1 and L5) covers both weight tensors of every epoch, and its fc2.weight rows
-    (coded from the dump) equal the streamed ones.
+    """The tiny config with lossless.dump_tensors = {mlp: [fc2.weight]} (stream: auto,
+    the default sample: every coder's stream for the first tensor of epoch 1): the
+    training job writes coded_all.tsv with every tensor, code_lossless's coding.tsv (and
+    so T1 and L5) covers both weight tensors of every epoch with the coders that follow
+    from the counts, and fc1.weight of epoch 1 with every coder; its fc2.weight rows
+    (coded from the dump) equal the streamed ones where those were streams.
 
     Planted bugs that fail it: the train rule not passing the stream settings (coded_all
-    empty), or code_lossless not reading coded_all.tsv (coding.tsv without fc1.weight)."""
+    empty), code_lossless not reading coded_all.tsv (coding.tsv without fc1.weight), or
+    the sample ignored (every coder on every tensor)."""
     import yaml
 
     from conftest import TINY_CONFIG, run_snakemake, write_imagefolder_tree
@@ -205,13 +216,25 @@ def test_workflow_with_one_dumped_tensor_codes_the_whole_model(tmp_path: Path) -
     assert read_dump(run / "grads/epoch1.safetensors").names == ["fc2.weight"]
     streamed = pd.read_csv(run / "coded_all.tsv", sep="\t")
     coding = pd.read_csv(run / "coding.tsv", sep="\t")
-    for table in (streamed, coding):
+    counted = set(coding.loc[coding["length"] == "counts", "coder"])
+    assert {"fp8", "huffman_gennorm", "entropy", "entropy_channel"} <= counted
+    assert {"ans_context", "zstd", "entropy_context"}.isdisjoint(counted)
+    for table, fc2_stream_epochs in ((streamed, 0), (coding, 2)):
         assert set(table["tensor"]) == {"fc1.weight", "fc2.weight"}
-        entries = table.groupby(["scaling", "accounting", "coder"])["numel"].sum()
-        assert (entries == 2 * (98304 + 320)).all()
-    fc2 = [t[t["tensor"] == "fc2.weight"].sort_values(KEY).reset_index(drop=True)
-           for t in (streamed, coding)]  # fmt: skip
-    pd.testing.assert_frame_equal(*fc2, check_dtype=False, check_exact=True)
+        entries = table.groupby(["coder"])["numel"].sum() / 4  # 2 scalings x 2 accountings
+        everywhere = entries[entries.index.isin(counted)]
+        assert (everywhere == 2 * (98304 + 320)).all()
+        sampled = entries[~entries.index.isin(counted)]
+        assert (sampled == 98304 + fc2_stream_epochs * 320).all() and len(sampled) > 5
+    # fc2.weight: the streamed rows (from its counts) against the dump's (its streams)
+    fc2 = streamed[streamed["tensor"] == "fc2.weight"].merge(
+        coding[coding["tensor"] == "fc2.weight"], on=KEY, suffixes=("", "_dump")
+    )
+    assert len(fc2) == 2 * 4 * len(counted) and set(fc2["length"]) == {"counts"}
+    exact = ~fc2["coder"].str.startswith("ans_")
+    for column in ("payload_bits", "side_bits", "n_nonzero", "n_saturated", "zero_share"):
+        assert (fc2.loc[exact, column] == fc2.loc[exact, f"{column}_dump"]).all(), column
+    assert ((fc2["payload_bits"] - fc2["payload_bits_dump"]).abs() <= 64).all()
     t1 = pd.read_csv(tmp_path / "results/tables/T1.tsv", sep="\t")
     assert set(t1["coder"]) == set(coding["coder"]) and (t1["runs"] == 1).all()
     assert (tmp_path / "results/figures/L5_mlp.png").stat().st_size > 10_000

@@ -19,7 +19,7 @@ from gradcomp.coding.registry import CoderEntryError, CoderSpec, coder_specs
 from gradcomp.compression.entries import EntryError, Variant, expand_entries
 from gradcomp.compression.specs import CheckedSpec
 from gradcomp.errors import ConfigError
-from gradcomp.lossless.stream import StreamSettings
+from gradcomp.lossless.stream import SAMPLE, StreamSettings
 
 __all__ = [
     "CODER_PRESENTATION",
@@ -130,11 +130,13 @@ def stream_settings(lossless: Mapping[str, Any], coders: Sequence[CoderSpec]) ->
     """The streamed coding of a ``lossless`` section (its ``coding`` and ``fit``), with the
     checked ``coders`` (None where ``coding.coders`` is null: every built-in)."""
     coding, fit = lossless["coding"], lossless["fit"]
+    sample = {**SAMPLE, **(coding.get("sample") or {})}
     return StreamSettings(
         families=coding["families"], grid=coding["grid"], kinds=coding["kinds"],
         accountings=coding["accountings"], scalings=coding["scalings"],
         general_purpose=coding["general_purpose"],
         coders=None if coding.get("coders") is None else tuple(coders),
         verify=coding["verify"], floc=fit["floc"], zero_atom=fit["zero_atom"],
-        skip_below=fit["skip_below"],
+        skip_below=fit["skip_below"], sample_tensors=sample["tensors"],
+        sample_epochs=sample["epochs"],
     )  # fmt: skip

@@ -82,7 +82,7 @@ rule code_lossless:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
         # stream says where the rows come from, not what they are: no rerun trigger
-        coding={k: plain(v) for k, v in LOSSLESS.coding.items() if k not in ("stream", "coders")},
+        coding={k: plain(v) for k, v in LOSSLESS.coding.items() if k not in ("stream", "sample", "coders")},
         coders=CODERS,
     log:
         "results/logs/lossless/{model}/run{run}/code.log",

@@ -32,11 +32,15 @@ except ImportError as exc:  # a hard dependency: say so instead of falling back 
     ) from exc
 
 __all__ = [
-    "LIMIT", "MASK32", "counter_rates", "njit", "rc_decode_bit", "rc_encode_bit", "rc_flush",
+    "LIMIT", "MASK32", "counter_learn", "counter_rates", "inline", "njit", "rc_bytes",
+    "rc_code_bit", "rc_decode_bit", "rc_decoder", "rc_encode_bit", "rc_encoder", "rc_flush",
     "squash_table", "stretch_table",
 ]  # fmt: skip
 
 njit = numba.njit(cache=True, nogil=True)
+# inlined into its caller by numba: a call between compiled functions that passes 13
+# arrays measured ~170 ns (argument handling and reference counts), an inlined one ~12 ns
+inline = numba.njit(inline="always")
 MASK32 = 0xFFFFFFFF
 LIMIT = 127  # largest count of an adaptive counter: its rate stays >= 1/(LIMIT + 1.5)
 
@@ -73,6 +77,19 @@ def counter_rates() -> np.ndarray:
     (a Krichevsky-Trofimov-like running average, then a window of about LIMIT updates)."""
     n = np.arange(LIMIT + 1, dtype=np.int64)
     return (131072 // (2 * n + 3)).astype(np.int64)
+
+
+@inline
+def counter_learn(ctr, j, bit, rates):
+    """Update counter ``ctr[j]`` (uint32: 22-bit probability << 10 | count) with ``bit``
+    at the rate ``rates[count]`` (:func:`counter_rates`), and count the update."""
+    v = np.int64(ctr[j])
+    c = v & 1023
+    pr = v >> 10
+    pr += (((bit << 22) - pr) * rates[c]) >> 16
+    if c < rates.size - 1:
+        c += 1
+    ctr[j] = np.uint32((pr << 10) | c)
 
 
 @njit
@@ -121,3 +138,36 @@ def rc_decode_bit(state, data, p):
         x = ((x << 8) & MASK32) | byte
     state[0], state[1], state[2] = low, high, x
     return bit
+
+
+@inline
+def rc_code_bit(state, buf, bit, p, dec):
+    """Decode the next bit (``dec``; ``state`` and ``buf`` a decoder's) or encode ``bit``
+    (an encoder's) at P(1) = ``p``/4096; returns the bit: one function codes both ways."""
+    if dec:
+        return rc_decode_bit(state, buf, p)
+    rc_encode_bit(state, buf, bit, p)
+    return bit
+
+
+def rc_encoder(max_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fresh encoder: its state (int64[3], see :func:`rc_encode_bit`) and an output buffer
+    of ``max_bytes`` (zeroed pages, which cost memory only once written)."""
+    return np.array([0, MASK32, 0], dtype=np.int64), np.zeros(max_bytes, dtype=np.uint8)
+
+
+def rc_bytes(state: np.ndarray, out: np.ndarray) -> bytes:
+    """End the stream (:func:`rc_flush`) and return its bytes."""
+    rc_flush(state, out)
+    return out[: state[2]].tobytes()
+
+
+def rc_decoder(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """A decoder of ``data``: its state (int64[4], see :func:`rc_decode_bit`, the first 4
+    bytes read) and the bytes as a writable uint8 array (one compiled function codes both
+    ways, and numba types a read-only array apart)."""
+    src = np.frombuffer(data, dtype=np.uint8).copy()
+    x0 = 0
+    for k in range(4):
+        x0 = (x0 << 8) | (int(src[k]) if k < src.size else 255)
+    return np.array([0, MASK32, x0, 4], dtype=np.int64), src

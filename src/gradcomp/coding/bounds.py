@@ -3,8 +3,9 @@ magnitudes coded plus one raw sign bit per non-zero entry:
 
 - ``entropy``: ``n H(M)``, the empirical entropy of the tensor's magnitudes: the floor of
   every code that treats entries as i.i.d. (table cost aside);
-- ``xent_<family>``: ``-sum log2 q(m)`` under the fitted family's floored pmf, what an ideal
-  arithmetic coder driven by the i.i.d. model spends;
+- ``xent_<family>``: ``-sum log2 q(m)`` under the fitted family's floored pmf (the fit's
+  parameters as float32, as the model coders send them), what an ideal arithmetic coder
+  driven by the i.i.d. model spends;
 - ``entropy_channel``: ``sum_r n_r H(M | row r)``, each output channel's own empirical
   entropy: the limit of per-channel i.i.d. codes (``ans_gennorm_channel``);
 - ``entropy_context`` (in-sample, not a bound a coder can reach): ``n H(M | C) + n' H(S |
@@ -34,7 +35,8 @@ from gradcomp.coding.context import (
     sign_contexts,
     sign_states,
 )
-from gradcomp.coding.iid_coders import model_pmf_of
+from gradcomp.coding.counts import SymbolCounts, entropy_from_counts
+from gradcomp.coding.iid_coders import model_pmf_of, write_fit
 
 __all__ = [
     "ChannelEntropy",
@@ -46,23 +48,31 @@ __all__ = [
 ]
 
 
-class Entropy(Bound):
+class _CountedBound(Bound):
+    """A bound that depends only on the symbol counts: :meth:`bits` is :meth:`counted_bits`'s
+    payload on the tensor's counts (:class:`~gradcomp.coding.counts.SymbolCounts`)."""
+
+    raw_signs = True
+
+    def bits(self, x: TensorSymbols) -> float:
+        return self.counted_bits(SymbolCounts.of_symbols(x))[0]
+
+    def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:
+        raise NotImplementedError
+
+
+class Entropy(_CountedBound):
     name = "entropy"
-    raw_signs = True
 
-    def bits(self, x: TensorSymbols) -> float:
-        m = x.magnitudes
-        return conditional_entropy_bits(m, np.zeros_like(m)) + x.signs.size
+    def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:
+        return entropy_from_counts(c.magnitudes) + c.n_nonzero, 0
 
 
-class ChannelEntropy(Bound):
+class ChannelEntropy(_CountedBound):
     name = "entropy_channel"
-    raw_signs = True
 
-    def bits(self, x: TensorSymbols) -> float:
-        m = x.magnitudes
-        rows = np.broadcast_to(np.arange(m.shape[0])[:, None], m.shape)
-        return conditional_entropy_bits(m, rows) + x.signs.size
+    def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:
+        return entropy_from_counts(c.rows) + c.n_nonzero, 0
 
 
 class ContextEntropy(Bound):
@@ -110,16 +120,15 @@ class KTContextBits(Bound):
         return 1.0 + kt_bits(m, ctx, x.grid.n_magnitudes) + kt_bits(signs - 1, sign_ctx, 2)
 
 
-class CrossEntropy(Bound):
-    raw_signs = True
-
+class CrossEntropy(_CountedBound):
     def __init__(self, family: str = "gennorm") -> None:
         self.family = family
         self.name = f"xent_{family}"
         self.needs = (family,)
 
-    def bits(self, x: TensorSymbols) -> float:
-        q = model_pmf_of(x.fits[self.family], x.grid)
-        counts = np.bincount(x.magnitudes.ravel(), minlength=q.size)
+    def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:
+        # the fit as a decoder reads it (float32), as the model coders use it
+        q = model_pmf_of(write_fit(c.fits[self.family])[1], c.grid)
+        counts = c.magnitudes
         used = counts > 0
-        return float(-(counts[used] * np.log2(q[used])).sum()) + x.signs.size
+        return float(-(counts[used] * np.log2(q[used])).sum()) + c.n_nonzero, 0

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from gradcomp.coding.base import Bitstream, Bound, Coder, TensorSymbols
+from gradcomp.coding.counts import SymbolCounts
 from gradcomp.coding.general_purpose import (
     LZMA_PRESET,
     ZSTD_LEVEL,
@@ -78,6 +79,10 @@ class Fp8Coder(Coder):
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         return Bitstream(side=(), payload=(_bytes_of(x),), shape=x.shape)
+
+    def counted_bits(self, c: SymbolCounts) -> tuple[int, int]:
+        """(payload, side) bits: one byte per entry."""
+        return 8 * c.numel, 0
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
         return from_fp8(stream.payload[0], grid, stream.shape)

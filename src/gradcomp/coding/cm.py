@@ -45,17 +45,22 @@ import numpy as np
 
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols
 from gradcomp.coding.binary_rc import (
+    counter_learn,
     counter_rates,
+    inline,
     njit,
-    rc_decode_bit,
-    rc_encode_bit,
-    rc_flush,
+    rc_bytes,
+    rc_code_bit,
+    rc_decoder,
+    rc_encoder,
     squash_table,
     stretch_table,
 )
 from gradcomp.quantization.grids import GridQuantizer
 
-__all__ = ["CMCoder", "CMState", "decode_message", "encode_message", "kernel_width"]
+__all__ = [
+    "CMCoder", "CMState", "decode_message", "encode_message", "kernel_width", "symbol_tables",
+]  # fmt: skip
 
 DEPTH = 7  # bits of a magnitude index
 N_MAG, N_SIGN = 8, 7  # models per decision kind
@@ -102,7 +107,7 @@ _MAG_BASE = np.concatenate([[0], np.cumsum(np.array(MAG_SIZES) * 128)]).astype(n
 _SIGN_BASE = (_MAG_BASE[-1] + np.concatenate([[0], np.cumsum(SIGN_SIZES)])).astype(np.int64)
 
 
-@njit
+@inline
 def _mix_code(bit, idx, x, n, mset, actx, ctr, weights, apm, sq, st, rates, rc, buf, dec):
     """Predict, code (or decode, ``dec``) and learn one binary decision whose counters are
     ``ctr[idx[:n]]`` (``x``: scratch, int64[N_IN]); returns the bit."""
@@ -130,10 +135,7 @@ def _mix_code(bit, idx, x, n, mset, actx, ctr, weights, apm, sq, st, rates, rc, 
         p = 1
     elif p > 4095:
         p = 4095
-    if dec:
-        bit = rc_decode_bit(rc, buf, p)
-    else:
-        rc_encode_bit(rc, buf, bit, p)
+    bit = rc_code_bit(rc, buf, bit, p, dec)
     # learn: mixer, APM (the nearer bucket), counters
     err = ((bit << 12) - p_mix) * MIX_LR
     for i in range(n + 1):
@@ -141,20 +143,12 @@ def _mix_code(bit, idx, x, n, mset, actx, ctr, weights, apm, sq, st, rates, rc, 
     target = bit << 16
     k = ab + (1 if w >= 2048 else 0)
     apm[k] += (target - apm[k]) >> 6
-    t22 = bit << 22
     for i in range(n):
-        j = idx[i]
-        v = np.int64(ctr[j])
-        c = v & 1023
-        pr = v >> 10
-        pr += ((t22 - pr) * rates[c]) >> 16
-        if c < rates.size - 1:
-            c += 1
-        ctr[j] = np.uint32((pr << 10) | c)
+        counter_learn(ctr, idx[i], bit, rates)
     return bit
 
 
-@njit
+@inline
 def _qclass(m):
     if m == 0:
         return 0
@@ -231,9 +225,20 @@ def _code(sym, rows, cols, kw, mag_of, neg_of, signed_of, ctr, weights, apm,
                 sym[i] = signed_of[2 * m + neg]
 
 
-def _tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def symbol_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per signed symbol its magnitude and sign (1 negative), and the inverse:
-    ``signed_of[2 m + negative]`` (-1 where no symbol)."""
+    ``signed_of[2 m + negative]`` (-1 where no symbol); made once per grid (int64, not to
+    be written)."""
+    key = (grid.name, grid.levels.tobytes())
+    if key not in _SYMBOL_TABLES:
+        _SYMBOL_TABLES[key] = _make_tables(grid)
+    return _SYMBOL_TABLES[key]
+
+
+_SYMBOL_TABLES: dict[tuple[str, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _make_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if grid.n_magnitudes > 1 << DEPTH:
         raise ValueError(f"cm_context codes at most {1 << DEPTH} magnitudes, "
                          f"grid {grid.name} has {grid.n_magnitudes}")  # fmt: skip
@@ -247,7 +252,7 @@ def _tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _run(symbols, shape, grid, state, buf, rc, dec) -> None:
     rows, cols = shape
-    mag_of, neg_of, signed_of = _tables(grid)
+    mag_of, neg_of, signed_of = symbol_tables(grid)
     _code(symbols, rows, cols, kernel_width(cols), mag_of, neg_of, signed_of, state.counters,
           state.weights, state.apm, _SQUASH, _STRETCH, _RATES, _MAG_BASE,
           _SIGN_BASE, rc, buf, dec)  # fmt: skip
@@ -258,13 +263,11 @@ def encode_message(tensors: Sequence[TensorSymbols], state: CMState | None = Non
     next (``state``: the statistics to start from and update; default fresh)."""
     state = CMState() if state is None else state
     total = sum(int(np.prod(x.shape)) for x in tensors)
-    buf = np.zeros(13 * total + 16, dtype=np.uint8)  # 8 decisions of <= 12 bits each
-    rc = np.array([0, 0xFFFFFFFF, 0], dtype=np.int64)
+    rc, buf = rc_encoder(13 * total + 16)  # 8 decisions of <= 13 bits each
     for x in tensors:
         sym = np.ascontiguousarray(x.symbols, dtype=np.int64).ravel()
         _run(sym, x.shape, x.grid, state, buf, rc, False)
-    rc_flush(rc, buf)
-    return buf[: rc[2]].tobytes()
+    return rc_bytes(rc, buf)
 
 
 def decode_message(
@@ -273,12 +276,7 @@ def decode_message(
 ) -> list[np.ndarray]:  # fmt: skip
     """Inverse of :func:`encode_message`: the signed symbols (int64, each its shape)."""
     state = CMState() if state is None else state
-    # writable: one compiled function codes both ways
-    src = np.frombuffer(data, dtype=np.uint8).copy()
-    x0 = 0
-    for k in range(4):
-        x0 = (x0 << 8) | (int(src[k]) if k < src.size else 255)
-    rc = np.array([0, 0xFFFFFFFF, x0, 4], dtype=np.int64)
+    rc, src = rc_decoder(data)
     out = []
     for shape in shapes:
         sym = np.zeros(shape[0] * shape[1], dtype=np.int64)
@@ -291,10 +289,13 @@ class CMCoder(Coder):
     """Context-mixing binary arithmetic coder of one tensor; see the module docstring."""
 
     name = "cm_context"
+    # the message coder of this kind, one tensor a message
+    encode_message = staticmethod(encode_message)
+    decode_message = staticmethod(decode_message)
 
     def encode(self, x: TensorSymbols) -> Bitstream:
-        return Bitstream(side=(), payload=(encode_message([x]),), shape=x.shape)
+        return Bitstream(side=(), payload=(self.encode_message([x]),), shape=x.shape)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
         (data,) = stream.payload
-        return decode_message(bytes(data), [stream.shape], grid)[0]
+        return self.decode_message(bytes(data), [stream.shape], grid)[0]

@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 from bitarray import bitarray, decodetree, frozenbitarray
-from bitarray.util import canonical_huffman, int2ba, zeros
+from bitarray.util import int2ba, zeros
 
 from gradcomp.coding.pmf import normalised
 from gradcomp.quantization.grids import as_numpy
 
-__all__ = ["CorruptStreamError", "HuffmanCode", "symbols_array"]
+__all__ = ["CorruptStreamError", "HuffmanCode", "huffman_lengths", "symbols_array"]
 
 
 class CorruptStreamError(ValueError):
@@ -35,10 +35,48 @@ def symbols_array(symbols: Any) -> np.ndarray:
     return s.astype(np.int64, copy=False).ravel()
 
 
+def huffman_lengths(weights: np.ndarray) -> np.ndarray:
+    """Codeword lengths (int64, shape of ``weights``) of a Huffman code for non-negative
+    float ``weights`` (L,): 0 for a zero weight, 1 for a lone positive one.
+
+    The two-queue construction: leaves sorted by weight (then symbol), merged nodes
+    queued in the order they are made (their weights never decrease), the two lightest
+    nodes of the two queues merged each step, a leaf first on equal weights.
+    """
+    support = np.flatnonzero(weights > 0)
+    n = support.size
+    lengths = np.zeros(weights.size, dtype=np.int64)
+    if n <= 1:
+        lengths[support] = 1
+        return lengths
+    order = support[np.argsort(weights[support], kind="stable")]
+    leaf = weights[order].tolist()
+    merged: list[float] = []
+    parent = [0] * (2 * n - 1)  # nodes 0..n-1: the sorted leaves; n + k: the k-th merge
+    i = j = 0
+    for k in range(n - 1):
+        pair = []
+        for _ in range(2):
+            if j >= k or (i < n and leaf[i] <= merged[j]):
+                pair.append((i, leaf[i]))
+                i += 1
+            else:
+                pair.append((n + j, merged[j]))
+                j += 1
+        (a, wa), (b, wb) = pair
+        merged.append(wa + wb)
+        parent[a] = parent[b] = n + k
+    depth = [0] * (2 * n - 1)
+    for node in range(2 * n - 3, -1, -1):  # a parent's index is above its children's
+        depth[node] = depth[parent[node]] + 1
+    lengths[order] = depth[:n]
+    return lengths
+
+
 class HuffmanCode:
     """Canonical prefix code over the alphabet ``0 .. L-1``.
 
-    Build it with :meth:`from_pmf` (Huffman lengths via ``bitarray.util.canonical_huffman``)
+    Build it with :meth:`from_pmf` (Huffman lengths, :func:`huffman_lengths`)
     or :meth:`from_lengths`.  Symbols of probability 0 get no codeword (length 0); coding
     them raises ``ValueError``.  A pmf with a single non-zero symbol gives it the 1-bit
     codeword ``0``.
@@ -100,15 +138,9 @@ class HuffmanCode:
         p = np.asarray(pmf, dtype=np.float64)
         if p.ndim != 1 or not np.all(np.isfinite(p)) or np.any(p < 0):
             raise ValueError("pmf must be a 1-D array of finite non-negative values")
-        support = np.flatnonzero(p > 0)
-        if support.size == 0:
+        if not np.any(p > 0):
             raise ValueError("pmf has no positive entry")
-        code, _, _ = canonical_huffman(
-            dict(zip(support.tolist(), p[support].tolist(), strict=True))
-        )
-        lengths = np.zeros(p.size, dtype=np.int64)
-        for sym, word in code.items():
-            lengths[sym] = len(word)
+        lengths = huffman_lengths(p)
         return cls(lengths)
 
     @classmethod
@@ -172,12 +204,16 @@ class HuffmanCode:
         return max(1, self.max_length.bit_length())
 
     def side_info_bits(self) -> int:
-        """Bits to describe this canonical code to a decoder that knows L (from the grid).
+        """Bits to describe this canonical code to a decoder that knows L (from the grid):
+        :meth:`table_bits` of its lengths."""
+        return self.table_bits(self.lengths)
 
-        Convention: an 8-bit field giving the width ``w = bit_length(max_length)`` followed by
-        the L codeword lengths written with ``w`` bits each: ``8 + L * w`` bits.
-        """
-        return 8 + self.n_symbols * self.length_width
+    @staticmethod
+    def table_bits(lengths: np.ndarray) -> int:
+        """Bits of the code table of the codeword ``lengths`` (int (L,)): an 8-bit field
+        giving the width ``w = bit_length(max length)`` followed by the L lengths written
+        with ``w`` bits each, ``8 + L * w``."""
+        return 8 + int(np.size(lengths)) * max(1, int(np.max(lengths)).bit_length())
 
     # ---- encode / decode ---------------------------------------------------------------
 

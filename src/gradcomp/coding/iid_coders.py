@@ -14,18 +14,20 @@ reads them back, so both sides design the code from the float32 values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import constriction
 import numpy as np
 import scipy.stats
-from bitarray import bitarray
+from bitarray import bitarray, frozenbitarray
 
 from gradcomp.coding.ans import categorical_model
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols, sign_bits, with_signs
+from gradcomp.coding.counts import SymbolCounts
 from gradcomp.coding.elias import BitReader, pack_fields
-from gradcomp.coding.huffman import HuffmanCode
+from gradcomp.coding.huffman import HuffmanCode, huffman_lengths
 from gradcomp.coding.pmf import floor_and_renormalise, model_magnitude_pmf
 from gradcomp.distributions import FAMILIES, FittedDistribution
 from gradcomp.quantization.grids import GridQuantizer
@@ -33,6 +35,10 @@ from gradcomp.quantization.grids import GridQuantizer
 __all__ = ["AnsModelCoder", "HuffmanEmpiricalCoder", "HuffmanModelCoder", "model_pmf_of"]
 
 PMF_FLOOR = 1e-12
+CACHED = 64
+ANS_PRECISION = 24  # bits of constriction's fixed-point probabilities (its default coder)
+_pmfs: dict[tuple, np.ndarray] = {}
+_sides: dict[tuple, tuple] = {}
 
 
 def param_names(family: str) -> list[str]:
@@ -41,10 +47,31 @@ def param_names(family: str) -> list[str]:
     return [*(shapes.split(", ") if shapes else []), "loc", "scale"]
 
 
+def _remembered(cache: dict, key: tuple, make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make()`` the first time; the last :data:`CACHED` kept (a
+    tensor's coders and bounds share its fits' side information and pmfs)."""
+    if key not in cache:
+        if len(cache) >= CACHED:
+            cache.pop(next(iter(cache)))
+        cache[key] = make()
+    return cache[key]
+
+
+def _fit_key(fitted: FittedDistribution) -> tuple:
+    return fitted.family, tuple(sorted(fitted.params.items())), fitted.p0
+
+
 def model_pmf_of(fitted: FittedDistribution, grid: GridQuantizer) -> np.ndarray:
-    """Floored magnitude-bin pmf (K,) of a fitted law (its atom ``p0`` in the zero bin)."""
-    pmf = model_magnitude_pmf(fitted.cdf, grid.magnitude_edges, sf=fitted.sf)
-    return floor_and_renormalise(pmf, PMF_FLOOR)
+    """Floored magnitude-bin pmf (K,) of a fitted law (its atom ``p0`` in the zero bin);
+    read-only."""
+
+    def make() -> np.ndarray:
+        pmf = model_magnitude_pmf(fitted.cdf, grid.magnitude_edges, sf=fitted.sf)
+        pmf = floor_and_renormalise(pmf, PMF_FLOOR)
+        pmf.flags.writeable = False
+        return pmf
+
+    return _remembered(_pmfs, (*_fit_key(fitted), grid.levels.tobytes()), make)
 
 
 def _f32(v: float) -> int:
@@ -52,14 +79,19 @@ def _f32(v: float) -> int:
 
 
 def write_fit(fitted: FittedDistribution) -> tuple[bitarray, FittedDistribution]:
-    """The side information of a fit, and the fit as the decoder reads it back (float32)."""
+    """The side information of a fit (read-only), and the fit as the decoder reads it back
+    (float32)."""
+    return _remembered(_sides, _fit_key(fitted), lambda: _written(fitted))
+
+
+def _written(fitted: FittedDistribution) -> tuple[bitarray, FittedDistribution]:
     names = param_names(fitted.family)
     values = [_f32(fitted.params[k]) for k in names]
     fields, widths = [*values, int(fitted.p0 > 0)], [32] * len(values) + [1]
     if fitted.p0 > 0:
         fields.append(_f32(fitted.p0))
         widths.append(32)
-    side = pack_fields(np.array(fields, dtype=np.uint64), np.array(widths))
+    side = frozenbitarray(pack_fields(np.array(fields, dtype=np.uint64), np.array(widths)))
     return side, read_fit(side, fitted.family)
 
 
@@ -84,7 +116,7 @@ class _ModelCoder(Coder):
         self.family = family
         self.needs = (family,)
 
-    def _fit(self, x: TensorSymbols) -> FittedDistribution:
+    def _fit(self, x: TensorSymbols | SymbolCounts) -> FittedDistribution:
         if self.family not in x.fits:
             raise ValueError(f"{self.name} needs a {self.family} fit of the tensor")
         return x.fits[self.family]
@@ -102,6 +134,12 @@ class HuffmanModelCoder(_ModelCoder):
         code = HuffmanCode.from_pmf(model_pmf_of(fitted, x.grid))
         payload = (code.encode(x.magnitudes), sign_bits(x.signs))
         return Bitstream(side=(side,), payload=payload, shape=x.shape)
+
+    def counted_bits(self, c: SymbolCounts) -> tuple[int, int]:
+        """(payload, side) bits of :meth:`encode`'s stream, from the counts alone."""
+        side, fitted = write_fit(self._fit(c))
+        lengths = huffman_lengths(model_pmf_of(fitted, c.grid))  # those of encode's code
+        return int(c.magnitudes @ lengths) + c.n_nonzero, len(side)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
         code = HuffmanCode.from_pmf(model_pmf_of(read_fit(stream.side[0], self.family), grid))
@@ -124,6 +162,22 @@ class AnsModelCoder(_ModelCoder):
         coder.encode_reverse(mags, categorical_model(model_pmf_of(fitted, x.grid)))
         words = np.asarray(coder.get_compressed(), dtype=np.uint32)
         return Bitstream(side=(side,), payload=(words, sign_bits(x.signs)), shape=x.shape)
+
+    def counted_bits(self, c: SymbolCounts) -> tuple[int, int]:
+        """(payload, side) bits from the counts: the ideal code length of the pmf as the
+        coder quantizes it (:data:`ANS_PRECISION` bits of fixed point, every symbol at least
+        one unit) plus half a word (what the final state adds on average), in whole 32-bit
+        words, and the raw signs. Not the stream's exact size, which depends on the
+        symbols' order and on constriction's own rounding of the pmf: within a word or two
+        of it, a few more where many entries fall on symbols the model floors
+        (tests/test_stream_counts.py)."""
+        side, fitted = write_fit(self._fit(c))
+        unit = 2.0**ANS_PRECISION
+        q = np.maximum(np.round(model_pmf_of(fitted, c.grid) * unit), 1.0) / unit
+        n = c.magnitudes
+        used = n > 0
+        ideal = float(-(n[used] * np.log2(q[used])).sum())
+        return 32 * math.ceil((ideal + 16) / 32) + c.n_nonzero, len(side)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
         pmf = model_pmf_of(read_fit(stream.side[0], self.family), grid)
@@ -150,6 +204,12 @@ class HuffmanEmpiricalCoder(Coder):
         )
         payload = (code.encode(mags), sign_bits(x.signs))
         return Bitstream(side=(side,), payload=payload, shape=x.shape)
+
+    def counted_bits(self, c: SymbolCounts) -> tuple[int, int]:
+        """(payload, side) bits of :meth:`encode`'s stream, from the counts alone."""
+        lengths = huffman_lengths(c.magnitudes.astype(np.float64))  # those of encode's code
+        code_table = HuffmanCode.table_bits(lengths)
+        return int(c.magnitudes @ lengths) + c.n_nonzero, code_table
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
         reader = BitReader(stream.side[0])

@@ -47,23 +47,33 @@ def empirical_pmf(symbols: Any, n_symbols: int) -> tuple[np.ndarray, np.ndarray]
     return counts, pmf
 
 
-def _bin_masses(cdf: CdfLike, edges: np.ndarray, sf: CdfLike | None) -> np.ndarray:
-    """P(edges[k] < X <= edges[k+1]) for each k, float64 (len(edges)-1,), clipped at 0."""
+def _bin_masses(
+    cdf: CdfLike, edges: np.ndarray, sf: CdfLike | None, *, mirror: bool = False
+) -> np.ndarray:
+    """P(edges[k] < X <= edges[k+1]) for each k, float64 (len(edges)-1,), clipped at 0;
+    ``mirror``: also those of the negated edges, ``-edges[::-1]``, after them (one call of
+    ``cdf`` and ``sf`` for both)."""
     e = np.asarray(edges, dtype=np.float64)
     if e.ndim != 1 or e.size < 2:
         raise ValueError("edges must be a 1-D array with at least two entries")
     if np.any(np.diff(e) < 0):
         raise ValueError("edges must be non-decreasing")
-    F = np.asarray(cdf(e), dtype=np.float64)
-    p = np.diff(F)
-    if sf is not None:
-        # Above the median, 1 - F loses the tail to cancellation; S(a) - S(b) keeps it.
-        S = np.asarray(sf(e), dtype=np.float64)
-        upper = F[:-1] > 0.5
-        p[upper] = (S[:-1] - S[1:])[upper]
-    if not np.all(np.isfinite(p)):
-        raise ValueError("cdf returned non-finite values")
-    return np.clip(p, 0.0, None)
+    at = np.concatenate([e, -e[::-1]]) if mirror else e
+    F = np.asarray(cdf(at), dtype=np.float64)
+    S = None if sf is None else np.asarray(sf(at), dtype=np.float64)
+    parts = []
+    for cut in (slice(0, e.size), slice(e.size, None)) if mirror else (slice(None),):
+        f = F[cut]
+        p = np.diff(f)
+        if S is not None:
+            # Above the median, 1 - F loses the tail to cancellation; S(a) - S(b) keeps it.
+            s = S[cut]
+            upper = f[:-1] > 0.5
+            p[upper] = (s[:-1] - s[1:])[upper]
+        if not np.all(np.isfinite(p)):
+            raise ValueError("cdf returned non-finite values")
+        parts.append(np.clip(p, 0.0, None))
+    return np.concatenate(parts)
 
 
 def model_pmf(cdf: CdfLike, edges: Any, *, sf: CdfLike | None = None) -> np.ndarray:
@@ -104,9 +114,9 @@ def model_magnitude_pmf(
     e = np.asarray(magnitude_edges, dtype=np.float64)
     if e.size and e[0] < 0:
         raise ValueError("magnitude edges must be non-negative")
-    positive = _bin_masses(cdf, e, sf)
     # Mirror: P(-e_{k+1} < X <= -e_k) from the reversed, negated edges.
-    negative = _bin_masses(cdf, -e[::-1], sf)[::-1]
+    masses = _bin_masses(cdf, e, sf, mirror=True)
+    positive, negative = masses[: e.size - 1], masses[e.size - 1 :][::-1]
     return positive + negative
 
 

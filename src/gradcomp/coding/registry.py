@@ -26,6 +26,7 @@ from gradcomp.coding.bounds import (
 )
 from gradcomp.coding.byte_coders import BytesCoder, Fp8Coder, Lz78Size, ShuffledLzmaSize
 from gradcomp.coding.cm import CMCoder
+from gradcomp.coding.cm_fast import CMFastCoder
 from gradcomp.coding.context import ContextCoder
 from gradcomp.coding.general_purpose import general_purpose_bits
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
@@ -104,6 +105,7 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
         _spec(ContextEntropy),
         _spec(KTContextBits),
         _spec(CMCoder),
+        _spec(CMFastCoder),
     ]
     return {s.name: s for s in specs}
 

@@ -30,10 +30,11 @@ magnitude in the grid's top binade (as FP8 training recipes do), the exponent be
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ from gradcomp.artifacts import write_tsv
 from gradcomp.coding import HuffmanCode
 from gradcomp.coding.base import TensorSymbols, as_rows
 from gradcomp.coding.byte_coders import BytesCoder, ShuffledLzmaSize, fp8_bytes
+from gradcomp.coding.counts import SymbolCounts, is_counted, tensor_counts
 from gradcomp.coding.iid_coders import model_pmf_of
 from gradcomp.coding.registry import CoderSpec, builtin_specs
 from gradcomp.distributions import FittedDistribution
@@ -56,11 +58,18 @@ PARAM_BITS = 32
 EXPONENT_BITS = 8
 CODING_COLUMNS = (
     "model", "run", "epoch", "kind", "tensor", "numel", "grid", "scaling", "scale_exponent",
-    "accounting", "coder", "payload_bits", "side_bits", "total_bits", "bits_per_entry",
+    "accounting", "coder", "length", "payload_bits", "side_bits", "total_bits", "bits_per_entry",
     "ratio_to_8bit", "n_saturated", "n_nonzero", "n_exact_zero", "zero_share",
     "saturated_share",
 )  # fmt: skip
 ACCOUNTINGS = ("exact", "slip")
+#: How a row's size was obtained (the ``length`` column): ``stream``, the coder wrote its
+#: bitstream (decoded and checked when ``verify``); ``counts``, computed exactly from the
+#: tensor's symbol counts without a stream (:mod:`gradcomp.coding.counts`: a count-based
+#: coder's size, exact but for i.i.d. ANS, whose is its ideal code length in whole words;
+#: or an ideal code length that depends only on the counts); ``bound``, a size without a
+#: decoder computed from the symbols (reference compressors, context bounds).
+LENGTHS = ("stream", "counts", "bound")
 DERIVED = ("total_bits", "bits_per_entry", "ratio_to_8bit")
 GENERAL_PURPOSE = (BytesCoder, ShuffledLzmaSize)
 __all__ = [
@@ -87,51 +96,66 @@ def code_tensor(
     slip: bool = False,
     general_purpose: bool = True,
     verify: bool = False,
+    streams: bool = True,
 ) -> list[dict[str, float]]:
     """Bits of every coder on one tensor's entries (float array, data units, of ``shape``;
     default its own shape).
 
     ``fits`` maps family name to the tensor's fit; ``coders``: the specs (default every
     built-in for the fitted families). Returns one dict per coder with ``coder``,
-    ``payload_bits``, ``side_bits``, ``n_saturated`` (entries beyond the grid's extreme
-    levels), ``n_nonzero`` (entries on a non-zero level), ``n_exact_zero``, ``zero_share``
-    (share on the zero level, exact zeros included) and ``saturated_share``. ``slip``
-    charges a raw-sign coder one sign bit per magnitude symbol instead of one per non-zero
-    entry; ``general_purpose=False`` leaves out the byte compressors (zlib, bz2, lzma, zstd,
-    lzma_shuffled); ``verify`` decodes every stream and raises if it is not the input.
+    ``length`` (:data:`LENGTHS`), ``payload_bits``, ``side_bits``, ``n_saturated`` (entries
+    beyond the grid's extreme levels), ``n_nonzero`` (entries on a non-zero level),
+    ``n_exact_zero``, ``zero_share`` (share on the zero level, exact zeros included) and
+    ``saturated_share``. ``slip`` charges a raw-sign coder one sign bit per magnitude symbol
+    instead of one per non-zero entry; ``general_purpose=False`` leaves out the byte
+    compressors (zlib, bz2, lzma, zstd, lzma_shuffled); ``verify`` decodes every stream and
+    raises if it is not the input.
+
+    ``streams=False`` codes only the coders and bounds whose size follows from the symbol
+    counts (:func:`~gradcomp.coding.counts.is_counted`), from the counts, without writing a
+    stream: ``values`` may then be a torch tensor, whose counts are taken on its device
+    (2-D ``(rows, cols)``; float64 for the symbols of float64 arithmetic).
     """
-    values = np.asarray(values)
-    symbols, n_saturated = grid.encode(values)
-    x = TensorSymbols(
-        symbols.reshape(as_rows(values.shape if shape is None else shape)), grid, fits
-    )
-    n_nonzero = int(x.signs.size)
-    sign_change = grid.n_magnitudes - n_nonzero if slip else 0
+    rows_cols = as_rows(tuple(values.shape if shape is None else shape))
     specs = list(builtin_specs(list(fits)).values() if coders is None else coders)
     if not general_purpose:
         specs = [s for s in specs if s.cls not in GENERAL_PURPOSE]
+    if streams:
+        values = np.asarray(values)
+        symbols, n_saturated = grid.encode(values)
+        x = TensorSymbols(symbols.reshape(rows_cols), grid, fits)
+        counts = SymbolCounts.of_symbols(x)
+    else:
+        specs = [s for s in specs if is_counted(s.cls)]
+        counts, n_saturated = tensor_counts(values.reshape(rows_cols), grid, fits)
+    numel = int(np.prod(rows_cols))
+    sign_change = grid.n_magnitudes - counts.n_nonzero if slip else 0
     rows = []
     for spec in specs:
         coder = spec.build()
         missing = [f for f in getattr(coder, "needs", ()) if f not in fits]
         if missing:
             raise ValueError(f"coder {spec.name} needs fits of {missing}")
-        if spec.is_bound:
+        if not streams:
+            (payload, side), length = coder.counted_bits(counts), "counts"
+        elif spec.is_bound:
             payload, side = float(coder.bits(x)), 0
+            length = "counts" if is_counted(spec.cls) else "bound"
         else:
             stream = coder.encode(x)
-            payload, side = stream.payload_bits, stream.side_bits
+            payload, side, length = stream.payload_bits, stream.side_bits, "stream"
             if verify and not np.array_equal(coder.decode(stream, grid, fits), x.symbols):
                 raise RuntimeError(f"coder {spec.name}: decoded symbols differ from the input")
         if getattr(coder, "raw_signs", False):
             payload += sign_change
-        rows.append({"coder": spec.name, "payload_bits": payload, "side_bits": side})
+        rows.append({"coder": spec.name, "length": length, "payload_bits": payload,
+                     "side_bits": side})  # fmt: skip
     counts_and_shares = {
         "n_saturated": n_saturated,
-        "n_nonzero": n_nonzero,
-        "n_exact_zero": int(np.count_nonzero(values == 0)),
-        "zero_share": 1.0 - n_nonzero / values.size,
-        "saturated_share": n_saturated / values.size,
+        "n_nonzero": counts.n_nonzero,
+        "n_exact_zero": int((values == 0).sum()),
+        "zero_share": 1.0 - counts.n_nonzero / numel,
+        "saturated_share": n_saturated / numel,
     }
     for row in rows:
         row.update(counts_and_shares)
@@ -153,14 +177,20 @@ def scaled_grid(values: np.ndarray, grid_name: str, scaling: str) -> tuple[GridQ
     magnitude of ``values`` (it must fit :data:`EXPONENT_BITS` signed bits).
     """
     if scaling == "none":
-        return get_grid(grid_name), 0
+        return _grid(grid_name, 1.0), 0
     if scaling != "amax":
         raise ValueError(f"unknown scaling {scaling!r}; expected one of {SCALINGS}")
-    unit = get_grid(grid_name)
-    k = amax_exponent(float(np.max(np.abs(values))), float(unit.levels[-1]))
+    unit = _grid(grid_name, 1.0)
+    k = amax_exponent(float(abs(values).max()), float(unit.levels[-1]))
     if not -(2 ** (EXPONENT_BITS - 1)) <= k < 2 ** (EXPONENT_BITS - 1):
         raise ValueError(f"scale exponent {k} does not fit {EXPONENT_BITS} signed bits")
-    return get_grid(grid_name, scale=2.0**-k), k
+    return _grid(grid_name, 2.0**-k), k
+
+
+@functools.lru_cache(maxsize=64)
+def _grid(name: str, scale: float) -> GridQuantizer:
+    """The named grid at ``scale``, built once (its tables then too)."""
+    return get_grid(name, scale=scale)
 
 
 def code_values(
@@ -175,30 +205,34 @@ def code_values(
     coders: Sequence[CoderSpec] | None = None,
     general_purpose: bool = True,
     verify: bool = False,
+    streams: bool = True,
 ) -> list[dict[str, object]]:
-    """The coding rows of one dumped tensor (``values``: float64, data units, (rows, cols)),
-    one per (scaling, accounting, coder), with ``numel``, ``grid``, ``scaling``,
-    ``scale_exponent``, ``accounting`` and :func:`code_tensor`'s columns; ``models``: the
-    tensor's fit per family (unscaled). ``slip`` scales an ``epoch_avg`` by ``n_batches /
-    (n_batches - 1)``; the other keywords as in :func:`code_run`."""
+    """The coding rows of one dumped tensor (``values``: float64, data units, (rows, cols);
+    a float64 torch tensor with ``streams=False``), one per (scaling, accounting, coder),
+    with ``numel``, ``grid``, ``scaling``, ``scale_exponent``, ``accounting`` and
+    :func:`code_tensor`'s columns; ``models``: the tensor's fit per family (unscaled).
+    ``slip`` scales an ``epoch_avg`` by ``n_batches / (n_batches - 1)``; ``streams``: as in
+    :func:`code_tensor`; the other keywords as in :func:`code_run`."""
     rows = []
     for scaling, accounting in itertools.product(scalings, accountings):
         slip = accounting == "slip"
         factor = (
             n_batches / (n_batches - 1) if slip and kind == "epoch_avg" and n_batches > 1 else 1.0
         )
-        grid, k = scaled_grid(values * factor, grid_name, scaling)
+        scaled = values * factor
+        grid, k = scaled_grid(scaled, grid_name, scaling)
         coded = code_tensor(
-            values * factor,
+            scaled,
             {f: _scaled(m, factor) for f, m in models.items()},
             grid,
             coders=coders,
             slip=slip,
             general_purpose=general_purpose,
             verify=verify,
+            streams=streams,
         )
         side = EXPONENT_BITS if scaling != "none" else 0
-        head = {"numel": values.size, "grid": grid_name, "scaling": scaling,
+        head = {"numel": int(np.prod(values.shape)), "grid": grid_name, "scaling": scaling,
                 "scale_exponent": k, "accounting": accounting}  # fmt: skip
         rows += [{**head, **r, "side_bits": r["side_bits"] + side} for r in coded]
     return rows
@@ -266,19 +300,28 @@ def code_run(
 
 
 def merge_streamed(
-    coded: pd.DataFrame, streamed: pd.DataFrame, *, kinds: Sequence[str], source: str = ""
+    coded: pd.DataFrame,
+    streamed: pd.DataFrame,
+    *,
+    kinds: Sequence[str],
+    source: str = "",
+    counted: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """``coded`` (from the dumps) and the rows of ``streamed`` (the training job's
     ``coded_all.tsv``) of every (epoch, kind, tensor) that ``coded`` lacks.
 
     ValueError naming ``source`` when the two tables' coders, scalings or accountings
-    differ, or ``streamed`` misses an epoch or kind that ``coded`` has.
+    differ, or ``streamed`` misses an epoch or kind that ``coded`` has. ``counted``: the
+    coders that ``streamed`` has for every tensor (those coded from the counts); the
+    others it may lack (no tensor sampled, ``lossless.coding.sample``); None: all.
     """
     streamed = streamed[streamed["kind"].isin(list(kinds))]
     where = f" ({source})" if source else ""
     for column in ("coder", "scaling", "accounting", "epoch", "kind"):
         ours, theirs = set(coded[column]), set(streamed[column])
         differ = ours ^ theirs if column in ("coder", "scaling", "accounting") else ours - theirs
+        if column == "coder" and counted is not None:
+            differ = (theirs - ours) | ((ours - theirs) & set(counted))
         if not coded.empty and differ:
             raise ValueError(
                 f"streamed coding rows{where} and the dumps' coding differ in {column} "
@@ -318,6 +361,10 @@ def code_lossless(
     streamed = None if streamed_tsv is None else pd.read_csv(streamed_tsv, sep="\t")
     if streamed is not None and not streamed.empty:  # empty: the job did not stream
         kinds = kwargs.get("kinds", ("epoch_avg",))
-        table = merge_streamed(table, streamed, kinds=kinds, source=str(streamed_tsv))
+        specs = kwargs.get("coders") or builtin_specs(kwargs["families"]).values()
+        counted = [s.name for s in specs if is_counted(s.cls)]
+        table = merge_streamed(
+            table, streamed, kinds=kinds, source=str(streamed_tsv), counted=counted
+        )
     write_tsv(out_tsv, table)
     return table

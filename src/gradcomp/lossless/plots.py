@@ -40,6 +40,7 @@ CODER_COLORS = {
     "ans_context": "C9",
     "entropy_context": "teal",
     "cm_context": "darkred",
+    "cm_fast": "firebrick",
 }
 #: L4's tensor positions, in colours no family uses.
 POSITION_COLORS = {"lower": "C8", "middle": "C5", "upper": "C9"}

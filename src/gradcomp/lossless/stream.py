@@ -5,17 +5,25 @@ A full dump of a paper-scale model is large (ResNet-50: ~190 MB per epoch and ki
 T1 and L5's "all tensors" panel still need every trainable tensor, as the authors coded
 them. With ``lossless.coding.stream`` on, the training job therefore fits and codes, at the
 end of every epoch, every trainable tensor of at least ``lossless.fit.skip_below``
-entries exactly as ``fit_lossless`` and ``code_lossless`` would from a full dump (the same
-families, ``floc``, zero atom, grid, scalings, accountings and coders, on the same float32
+entries as ``fit_lossless`` and ``code_lossless`` would from a full dump (the same
+families, ``floc``, zero atom, grid, scalings, accountings, on the same float32
 gradients), and keeps only the coding rows (columns
 :data:`~gradcomp.lossless.code_lossless.CODING_COLUMNS`; a few kB per epoch) in
 ``coded_all.tsv``. ``code_lossless`` then adds the rows of the tensors without a dump.
 
+Every coder writes (and with ``verify`` decodes) its stream only for the tensors of
+``lossless.coding.sample`` (:meth:`StreamSettings.sampled`); every other tensor gets the
+rows of the coders and bounds whose size follows from the symbol counts
+(:mod:`gradcomp.coding.counts`: Huffman, i.i.d. ANS, fp8, the entropies), from histograms
+taken on the tensor's device (column ``length``: ``counts``).
+
 ``stream: auto`` (the default) streams a model exactly when ``dump_tensors`` restricts its
 dumps (patterns given for it, none of them ``"*"``); ``true`` always, ``false`` never.
 
-Cost: the coders' time, not the fits' (GenNorm's profile MLE is a few ms a tensor); with
-``workers > 1`` the tensors of an epoch are coded in that many processes.
+Cost (bench/bench_stream.py, docs/cluster.md): the fits and the per-tensor model pmfs and
+Huffman codes, a few ms a tensor, and four histograms (two scalings x two accountings);
+with ``workers > 1`` the tensors of an epoch are coded in that many processes (their
+histograms then on the CPU).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from gradcomp.artifacts import write_tsv
 from gradcomp.coding.base import as_rows
@@ -39,15 +48,20 @@ from gradcomp.distributions import GradientDataError, check_gradient, fit_all
 from gradcomp.lossless.code_lossless import ACCOUNTINGS, CODING_COLUMNS, code_values, coding_table
 from gradcomp.lossless.fit_lossless import fitted_from_row
 
-__all__ = ["GradientStreamer", "StreamSettings", "write_streamed"]
+__all__ = ["SAMPLE", "GradientStreamer", "StreamSettings", "write_streamed"]
+
+#: The default sample: every coder's bitstream for one tensor (the model's first) of epoch 1;
+#: the other rows from the counts.
+SAMPLE: dict[str, Any] = {"tensors": 1, "epochs": (1,)}
 
 
 @dataclass(frozen=True)
 class StreamSettings:
     """What decides the streamed rows: the coding's ``families``, ``grid``, ``kinds``,
     ``accountings``, ``scalings``, ``general_purpose``, ``coders`` (checked specs; None:
-    every built-in) and ``verify``, and the fit's ``floc``, ``zero_atom`` and
-    ``skip_below`` (tensors with fewer entries are not coded, as they are not fitted)."""
+    every built-in), ``verify`` and ``sample`` (``sample_tensors``, ``sample_epochs``:
+    :meth:`sampled`), and the fit's ``floc``, ``zero_atom`` and ``skip_below`` (tensors with
+    fewer entries are not coded, as they are not fitted)."""
 
     families: tuple[str, ...]
     grid: str = "fp8_e5m2"
@@ -60,12 +74,29 @@ class StreamSettings:
     floc: float | None = None
     zero_atom: bool = True
     skip_below: int = 256
+    sample_tensors: int | None = SAMPLE["tensors"]
+    sample_epochs: tuple[int, ...] | None = SAMPLE["epochs"]
 
     def __post_init__(self) -> None:
         for name in ("families", "kinds", "accountings", "scalings"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        if self.coders is not None:
-            object.__setattr__(self, "coders", tuple(self.coders))
+        for name in ("coders", "sample_epochs"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.sample_tensors is not None and self.sample_tensors < 0:
+            raise ValueError(f"sample_tensors: {self.sample_tensors} < 0")
+
+    def sampled(self, epoch: int, n_tensors: int) -> set[int]:
+        """Which of an epoch's ``n_tensors`` coded tensors (of one kind, in the model's
+        order) get every coder's bitstream: ``sample_tensors`` of them spread evenly
+        (the first and the last among them; None: all), in the ``sample_epochs`` (None:
+        every epoch); the others are coded from their counts."""
+        if self.sample_epochs is not None and epoch not in self.sample_epochs:
+            return set()
+        k = n_tensors if self.sample_tensors is None else min(self.sample_tensors, n_tensors)
+        if k == 0:
+            return set()
+        return {round(i * (n_tensors - 1) / max(1, k - 1)) for i in range(k)}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> StreamSettings:
@@ -99,8 +130,9 @@ def _one_thread() -> None:
 
 
 def _code_one(job: tuple) -> list[dict[str, object]]:
-    """Fit and code one tensor: the rows :func:`code_values` gives from a dump."""
-    settings, coders, label, kind, values, n_batches = job
+    """Fit and code one tensor: the rows :func:`code_values` gives from a dump (every coder,
+    or with ``streams`` false those of the counts, taken where ``tensor`` lives)."""
+    settings, coders, label, kind, values, n_batches, streams, tensor = job
     try:
         fits = fit_all(
             check_gradient(values, label), settings.families, floc=settings.floc,
@@ -115,11 +147,17 @@ def _code_one(job: tuple) -> list[dict[str, object]]:
         )  # fmt: skip
         for f, m in fits.items()
     }
+    rows_cols = as_rows(values.shape)
+    if streams:
+        coded = values.astype(np.float64).reshape(rows_cols)
+    else:
+        coded = torch.as_tensor(values if tensor is None else tensor).to(torch.float64)
+        coded = coded.reshape(rows_cols)
     return code_values(
-        values.astype(np.float64).reshape(as_rows(values.shape)), models, kind=kind,
-        n_batches=n_batches, grid_name=settings.grid, accountings=settings.accountings,
-        scalings=settings.scalings, coders=coders,
-        general_purpose=settings.general_purpose, verify=settings.verify,
+        coded, models, kind=kind, n_batches=n_batches, grid_name=settings.grid,
+        accountings=settings.accountings, scalings=settings.scalings,
+        coders=coders, general_purpose=settings.general_purpose,
+        verify=settings.verify, streams=streams,
     )  # fmt: skip
 
 
@@ -158,15 +196,19 @@ class GradientStreamer:
         arrays, the dump's values) of the settings' kinds, in the model's order."""
         jobs, heads = [], []
         for kind in self.settings.kinds:
-            for name, tensor in tensors[kind].items():
+            coded = {n: t for n, t in tensors[kind].items()
+                     if int(np.prod(t.shape)) >= self.settings.skip_below}  # fmt: skip
+            sampled = self.settings.sampled(epoch, len(coded))
+            for i, (name, tensor) in enumerate(coded.items()):
                 values = np.asarray(
                     tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else tensor,
                     dtype=np.float32,
                 )
-                if values.size < self.settings.skip_below:
-                    continue
+                # the counts on the tensor's device, unless a worker process takes them
+                on_device = tensor if self._pool is None and hasattr(tensor, "detach") else None
                 label = f"{self.model} run{self.run} epoch{epoch} {kind} {name}"
-                jobs.append((self.settings, self._coders, label, kind, values, n_batches))
+                jobs.append((self.settings, self._coders, label, kind, values, n_batches,
+                             i in sampled, on_device))  # fmt: skip
                 heads.append({"model": self.model, "run": self.run, "epoch": epoch,
                               "kind": kind, "tensor": name})  # fmt: skip
         mapper = map if self._pool is None else self._pool.map

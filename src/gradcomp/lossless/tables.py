@@ -19,7 +19,10 @@ def table_t1(coding_tsvs: Sequence[str | Path], tsv: str | Path, md: str | Path)
     entries the grid rounds to zero and saturates."""
     # one run's table at a time: a whole-model coding.tsv of a paper-scale run holds ~10^6
     # rows, and T1 needs only its per-run sums (the same sums, in the same order)
-    per_run = [_per_run_sums(pd.read_csv(p, sep="\t", usecols=T1_COLUMNS)) for p in coding_tsvs]
+    per_run = [
+        _per_run_sums(pd.read_csv(p, sep="\t", usecols=lambda c: c in T1_COLUMNS))
+        for p in coding_tsvs
+    ]
     table = _rates(_per_run_sums(pd.concat(per_run, ignore_index=True)))
     reporting.write_table(
         table, tsv, md,
@@ -57,7 +60,9 @@ def fit_quality_table(fits: pd.DataFrame) -> pd.DataFrame:
 
 
 T1_KEYS = ("model", "scaling", "accounting", "coder")
-T1_COLUMNS = (*T1_KEYS, "run", "total_bits", "numel", "n_nonzero", "n_exact_zero", "n_saturated")
+T1_COLUMNS = (
+    *T1_KEYS, "run", "length", "total_bits", "numel", "n_nonzero", "n_exact_zero", "n_saturated"
+)  # fmt: skip
 T1_METRICS = (
     "bits_per_entry", "ratio_to_32bit", "ratio_to_8bit", "zero_share", "exact_zero_share",
     "saturated_share",
@@ -70,7 +75,10 @@ def coding_rate_table(coding: pd.DataFrame) -> pd.DataFrame:
     quantization, and saturated.
 
     Within each run the bits and counts of every coded tensor and epoch are added and
-    divided by the entries coded; the table gives the mean and sd over runs.
+    divided by the entries coded; the table gives the mean and sd over runs. Column
+    ``length``: how the rows' sizes were obtained (``coding.tsv``'s ``length``: stream,
+    counts or bound), the values of its tensors joined with ``+`` (e.g. ``counts+stream``
+    for a coder whose stream was written for the sampled and dumped tensors only).
     """
     return _rates(_per_run_sums(coding))
 
@@ -80,7 +88,16 @@ def _per_run_sums(coding: pd.DataFrame) -> pd.DataFrame:
     if "n_zero" not in coding:  # already per-run sums: summed again (a run in two files)
         coding = coding.assign(n_zero=coding["numel"] - coding["n_nonzero"])
     counts = ["total_bits", "numel", "n_zero", "n_exact_zero", "n_saturated"]
-    return coding.groupby([*T1_KEYS, "run"], sort=False)[counts].sum().reset_index()
+    groups = coding.groupby([*T1_KEYS, "run"], sort=False)
+    sums = groups[counts].sum()
+    if "length" in coding:
+        sums["length"] = groups["length"].agg(_joined)
+    return sums.reset_index()
+
+
+def _joined(lengths: pd.Series) -> str:
+    """The distinct values of ``length`` cells (each possibly already joined), sorted, by +."""
+    return "+".join(sorted({part for cell in lengths.astype(str) for part in cell.split("+")}))
 
 
 def _rates(per_run: pd.DataFrame) -> pd.DataFrame:
@@ -96,6 +113,10 @@ def _rates(per_run: pd.DataFrame) -> pd.DataFrame:
     ):
         per_run[share] = per_run[count] / per_run["numel"]
     table = reporting.summarise(per_run, by=keys, metrics=T1_METRICS).rename(columns={"n": "runs"})
+    if "length" in per_run:
+        lengths = per_run.groupby(keys, sort=False)["length"].agg(_joined).reset_index()
+        table = table.merge(lengths, on=keys, how="left")
+        table = table[[*keys, "length", *(c for c in table.columns if c not in [*keys, "length"])]]
     order = table["scaling"].map({name: i for i, name in enumerate(SCALINGS)})
     return (
         table.assign(scaling_order=order)
