@@ -24,11 +24,13 @@ from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.bounds import ContextEntropy
 from gradcomp.coding.context import CONTEXTS, LANE, ContextCoder
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
-from gradcomp.coding.registry import builtin_specs, coder_specs
+from gradcomp.coding.registry import CoderEntryError, builtin_specs, coder_specs
+from gradcomp.errors import ConfigError
 from gradcomp.lossless.code_lossless import code_run, code_tensor
 from gradcomp.lossless.dumps import write_dump
 from gradcomp.lossless.fit_lossless import fit_run
 from gradcomp.quantization.grids import get_grid
+from gradcomp.study_pieces import configured_coders
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = get_grid("fp8_e5m2")
@@ -226,7 +228,7 @@ def test_docs_user_coder_runs_through_code_run(user_module, tmp_path: Path) -> N
     import yaml
 
     coders = yaml.safe_load(doc_block("yaml"))["lossless"]["coding"]["coders"]
-    specs = coder_specs({"families": ["gennorm"], "coders": coders})
+    specs = configured_coders({"families": ["gennorm"], "coders": coders})
     tensor = torch.from_numpy(
         scipy.stats.laplace(scale=1e-3).rvs((6, 40), random_state=0).astype(np.float32)
     )
@@ -258,6 +260,11 @@ def test_docs_user_coder_runs_through_code_run(user_module, tmp_path: Path) -> N
     ],
 )
 def test_bad_entries_name_the_key(user_module, entry, says) -> None:
-    with pytest.raises(ValueError) as info:
-        coder_specs({"coders": ["lzma", entry]})
+    """The library's error names the entry (its index) and says why; the study's names the
+    config key."""
+    with pytest.raises(CoderEntryError) as info:
+        coder_specs(["lzma", entry])
+    assert info.value.index == 1 and says in info.value.message
+    with pytest.raises(ConfigError) as info:
+        configured_coders({"coders": ["lzma", entry]})
     assert "config key 'lossless.coding.coders.1" in str(info.value) and says in str(info.value)

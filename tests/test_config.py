@@ -46,6 +46,7 @@ def test_defaults_are_filled() -> None:
         (("data", "train_subset"), "many", "data.train_subset"),
         (("lossless", "lr"), 0, "lossless.lr"),
         (("device",), "tpu", "device"),
+        (("lossless", "coding", "stream"), "yes", "lossless.coding.stream"),
     ],
 )
 def test_bad_values_name_the_key(default_config: dict, path, value, key) -> None:

@@ -15,8 +15,9 @@ import yaml  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 from gradcomp import plots  # noqa: E402
-from gradcomp.compression.entries import compressor_variants, entry_kind  # noqa: E402
+from gradcomp.compression.entries import entry_kind  # noqa: E402
 from gradcomp.lossy import facets, figures, styles  # noqa: E402
+from gradcomp.study_pieces import compressor_variants  # noqa: E402
 
 
 def test_grid_is_at_most_four_wide_and_has_n_panels() -> None:
@@ -63,7 +64,8 @@ def paper_inputs(tmp_path):
             bits = np.concatenate([[0], rng.integers(1, 10, 3) * 10**6 * min(v.rate, 32)])
             acc = 0.1 + np.concatenate([[0], np.cumsum(rng.uniform(0.01, 0.1, 3))])
             pd.DataFrame({
-                "round": range(4), "test_acc": acc, "test_loss": 2.3 - acc,
+                "model": "cnn", "compressor": v.name, "rate": v.rate, "M": v.M, "warm_start": -1,
+                "seed": seed, "round": range(4), "test_acc": acc, "test_loss": 2.3 - acc,
                 "cumulative_bits_coded": np.cumsum(bits), "cumulative_bits_fixed": np.cumsum(bits),
             }).to_csv(run / "rounds.tsv", sep="\t", index=False)  # fmt: skip
             rounds.append(run / "rounds.tsv")
@@ -73,7 +75,7 @@ def paper_inputs(tmp_path):
             b = 197332 * min(v.rate, 32) * rng.uniform(0.4, 0.6)
             rows.append({
                 "model": "cnn", "warm_start": -1, "seed": seed, "round": 1,
-                "compressor": f"{v.name}/R{v.rate}_M{v.M}",
+                "compressor": v.name, "rate": v.rate, "M": v.M,
                 "bits_coded": int(b), "bits_fixed": int(b), "test_acc": rng.uniform(0.2, 0.3),
                 "test_loss": rng.uniform(2.0, 2.3), "start_acc": 0.2, "start_loss": 2.2,
                 "exact_acc": 0.31, "exact_loss": 2.0, "entries": 197332,

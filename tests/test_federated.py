@@ -4,6 +4,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -21,7 +22,7 @@ from gradcomp.lossy.federated import (
 )
 from gradcomp.lossy.local_training import SequentialExecutor, split_users
 from gradcomp.lossy.per_bit import per_bit_accuracy
-from gradcomp.lossy.run_files import read_snapshot, save_snapshot, write_rounds
+from gradcomp.lossy.run_files import RUN_IDENTITY, read_snapshot, save_snapshot, write_rounds
 from gradcomp.lossy.uplink import aggregate
 
 torch.set_num_threads(1)
@@ -199,12 +200,16 @@ def test_uplink_bits_per_user_and_round(data, tmp_path: Path) -> None:
             assert row[f"bits_{kind}"] == this
             assert row[f"cumulative_bits_{kind}"] == cum[kind]
         assert math.isnan(row["val_acc"])
-    write_rounds(result, tmp_path / "rounds.tsv", tmp_path / "uplink.tsv")
+    ident = {"model": "m", "compressor": "c", "rate": 3, "M": 2, "warm_start": -1, "seed": 7}
+    write_rounds(result, ident, tmp_path / "rounds.tsv", tmp_path / "uplink.tsv")
     lines = (tmp_path / "uplink.tsv").read_text().splitlines()
-    assert lines[0].split("\t") == list(UPLINK_COLUMNS) and len(lines) == 7
+    assert lines[0].split("\t") == [*RUN_IDENTITY, *UPLINK_COLUMNS] and len(lines) == 7
     assert set(RATE_FIELDS) <= set(UPLINK_COLUMNS)
     lines = (tmp_path / "rounds.tsv").read_text().splitlines()
-    assert lines[0].split("\t") == list(ROUND_COLUMNS) and len(lines) == 5
+    assert lines[0].split("\t") == [*RUN_IDENTITY, *ROUND_COLUMNS] and len(lines) == 5
+    # every row carries the run's identity (planted bug: only the header names it)
+    rows = pd.read_csv(tmp_path / "rounds.tsv", sep="\t")
+    assert rows[list(RUN_IDENTITY)].drop_duplicates().to_dict("records") == [ident]
 
 
 def test_per_bit_accuracy_formula() -> None:
@@ -347,13 +352,17 @@ def test_one_round_study_pairs_compressors_on_the_same_updates(data, tinybn) -> 
         data,
         s,
         {
-            "exact": fresh(IdentityCompressor),
-            "twin": fresh(IdentityCompressor),
-            "drop": fresh(DropCompressor),
+            ("exact", 32, 0): fresh(IdentityCompressor),
+            ("twin", 32, 0): fresh(IdentityCompressor),
+            ("drop", 0, 0): fresh(DropCompressor),
         },  # fmt: skip
-        reference="exact",
+        reference=("exact", 32, 0),
     )
     assert list(table.columns) == list(ONE_ROUND_COLUMNS) and len(table) == 9
+    # each row names its variant by columns (planted bug: the key's rate in the M column)
+    assert set(map(tuple, table[["compressor", "rate", "M"]].drop_duplicates().values)) == {
+        ("exact", 32, 0), ("twin", 32, 0), ("drop", 0, 0)
+    }  # fmt: skip
     by = {c: g.set_index("round") for c, g in table.groupby("compressor")}
     # sending the update itself reproduces the uncompressed aggregate, twice identically
     for c in ("exact", "twin"):
@@ -370,7 +379,9 @@ def test_one_round_study_pairs_compressors_on_the_same_updates(data, tinybn) -> 
     assert by["exact"]["bits_coded"].tolist() == [run.rounds[1]["bits_coded"]] * 3
     assert run.rounds[2]["bits_coded"] != run.rounds[1]["bits_coded"]
     with pytest.raises(ValueError, match="reference"):
-        one_round_study(data, s, {"exact": fresh(IdentityCompressor)}, reference="none")
+        one_round_study(
+            data, s, {("exact", 32, 0): fresh(IdentityCompressor)}, reference=("none", 32, 0)
+        )
 
 
 class TinyBN1d(nn.Module):
@@ -474,10 +485,11 @@ def test_kept_table_counts_the_global_top_k_per_tensor(data, tmp_path: Path) -> 
                 assert (row["entries"], row["kept"]) == (t.numel(), expect), (rnd, user, name)
                 assert row["fraction"] == pytest.approx(expect / t.numel(), rel=1e-12)
             assert sum(rows[(rnd, user, n)]["kept"] for n in update) == k
-    write_rounds(result, tmp_path / "r.tsv", tmp_path / "u.tsv", tmp_path / "kept.tsv")
+    ident = {"model": "m", "compressor": "c", "rate": 3, "M": 0, "warm_start": 1, "seed": 0}
+    write_rounds(result, ident, tmp_path / "r.tsv", tmp_path / "u.tsv", tmp_path / "kept.tsv")
     lines = (tmp_path / "kept.tsv").read_text().splitlines()
-    assert lines[0].split("\t") == list(KEPT_COLUMNS) == [
-        "round", "user", "tensor", "entries", "kept", "fraction"
-    ]  # fmt: skip
-    back = [dict(zip(KEPT_COLUMNS, line.split("\t"), strict=True)) for line in lines[1:]]
+    assert lines[0].split("\t") == [*RUN_IDENTITY, *KEPT_COLUMNS]
+    assert list(KEPT_COLUMNS) == ["round", "user", "tensor", "entries", "kept", "fraction"]
+    columns = [*RUN_IDENTITY, *KEPT_COLUMNS]
+    back = [dict(zip(columns, line.split("\t"), strict=True)) for line in lines[1:]]
     assert [float(b["fraction"]) for b in back] == [r["fraction"] for r in result.kept]

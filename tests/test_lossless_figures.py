@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from gradcomp import plots
-from gradcomp.coding.iid_coders import FAMILY_COLORS
 from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.figures import figure_l5
 
@@ -102,5 +101,5 @@ def test_l5_codes_take_their_family_colour(captured, tmp_path) -> None:
     colours = legend_right_of_every_panel(captured[0])
     assert set(colours) == set(lplots.CODER_COLORS) and "huffman_dweibull" not in colours
     for family in FAMILIES:
-        assert colours[f"huffman_{family}"] == mcolors.to_rgb(FAMILY_COLORS[family])
+        assert colours[f"huffman_{family}"] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
     assert len(set(colours.values())) == len(colours)  # every coder its own colour

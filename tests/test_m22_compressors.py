@@ -11,11 +11,12 @@ import pytest
 import torch
 from scipy import stats
 
-from gradcomp.compression import SpecError, build_compressor, check_spec, compressor_variants
+from gradcomp.compression import SpecError, build_compressor, check_spec
 from gradcomp.compression.count_sketch import CountSketch, SketchHash
 from gradcomp.compression.float8 import Float8
 from gradcomp.compression.qsgd import QSGD, qsgd_variance_bound
 from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
+from gradcomp.study_pieces import compressor_variants
 
 
 def fp8_values(exp_bits: int, man_bits: int, bias: int, ieee: bool) -> np.ndarray:

@@ -57,11 +57,11 @@ def study():
         make_tiny_cifar(),
         settings,
         {
-            "none": per_round({"quantizer": "none", "sparsifier": "none"}),
-            "ef": per_round(EF),
-            "plain": recording,
+            ("none", 32, 0): per_round({"quantizer": "none", "sparsifier": "none"}),
+            ("ef", 1, 0): per_round(EF),
+            ("plain", 1, 0): recording,
         },  # fmt: skip
-        reference="none",
+        reference=("none", 32, 0),
     )
     return table, updates
 

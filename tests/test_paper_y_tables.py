@@ -48,15 +48,16 @@ def one_round_rows(seed: int) -> list[dict]:
         for rate in (2, 4):
             bits, increase = uniform_point(rate, seed, rnd)
             points += [
-                (f"uniform/R{rate}_M0", bits, increase),
-                (f"half/R{rate}_M0", bits / 2, increase),  # half the bits at every loss
+                ("uniform", rate, bits, increase),
+                ("half", rate, bits / 2, increase),  # half the bits at every loss
             ]
         bits, increase = uniform_point(2, seed, rnd)
-        points.append(("worse/R2_M0", bits, increase + WORSE[seed][rnd - 1]))
+        points.append(("worse", 2, bits, increase + WORSE[seed][rnd - 1]))
         # one rate, inside uniform's loss range on seeds 0 and 1, beyond it on seed 2
-        points.append(("point/R3_M0", 2500, 0.3 + 0.05 * seed + 0.01 * rnd + 0.6 * (seed == 2)))
-        for label, bits, increase in points:
-            rows.append({**head, "compressor": label, "bits_coded": bits, "bits_fixed": bits + 500,
+        points.append(("point", 3, 2500, 0.3 + 0.05 * seed + 0.01 * rnd + 0.6 * (seed == 2)))
+        for name, rate, bits, increase in points:
+            rows.append({**head, "compressor": name, "rate": rate, "M": 0, "bits_coded": bits,
+                         "bits_fixed": bits + 500,
                          "test_acc": 0.25, "test_loss": exact_loss + increase})  # fmt: skip
     return rows
 
@@ -137,12 +138,13 @@ def test_t5_half_the_bits_is_minus_50_with_a_zero_width_interval(tmp_path):
 
 
 def test_one_round_data_refuses_nan_and_bad_files(tmp_path):
-    """A NaN test loss raises naming the variant, seed and round; so do a file outside
-    .../<model>/one_round/ and a compressor label that is not {name}/R{rate}_M{M}.
-    Planted bugs: NaN passed on (dropped by pandas' means); model '' for an unmatched path."""
+    """A NaN test loss raises naming the variant, seed and round; a table without its
+    identity columns (warm start; rate) is refused. Planted bug: NaN passed on (dropped by
+    pandas' means)."""
     paths = write_study(tmp_path)
     frame = pd.read_csv(paths[1], sep="\t")
-    frame.loc[(frame["compressor"] == "half/R2_M0") & (frame["round"] == 2), "test_loss"] = np.nan
+    half_r2 = (frame["compressor"] == "half") & (frame["rate"] == 2)
+    frame.loc[half_r2 & (frame["round"] == 2), "test_loss"] = np.nan
     write_tsv(paths[1], frame)
     with pytest.raises(ValueError, match=r"half R2 M0 seed 1 round 2 has a NaN"):
         t4_table(paths, baseline="uniform")
@@ -152,11 +154,9 @@ def test_one_round_data_refuses_nan_and_bad_files(tmp_path):
     write_tsv(stray, pd.DataFrame(one_round_rows(0)).drop(columns="warm_start"))
     with pytest.raises(ValueError, match="not a one-round study table"):
         one_round_data([stray])
-    frame = pd.read_csv(paths[0], sep="\t")
-    frame.loc[0, "compressor"] = "uniform-R2"
-    write_tsv(paths[0], frame)
-    with pytest.raises(ValueError, match="'uniform-R2' is not a variant label"):
-        one_round_data([paths[0]])
+    write_tsv(stray, pd.DataFrame(one_round_rows(0)).drop(columns="rate"))
+    with pytest.raises(ValueError, match="no rate column"):
+        one_round_data([stray])
 
 
 # --- T3 ------------------------------------------------------------------------------------
@@ -181,15 +181,17 @@ def write_run(root: Path, name: str, seed: int, rounds: int = 2) -> tuple[Path, 
          "cumulative_bits_fixed": 2 * per_round * r, "seconds": 1.0}
         for r in range(rounds + 1)
     ]  # fmt: skip
-    write_tsv(folder / "rounds.tsv", pd.DataFrame(rows), ROUND_COLUMNS)
+    ident = {"model": "cnn", "compressor": name, "rate": 2, "M": 0, "warm_start": -1,
+             "seed": seed}  # fmt: skip
+    write_tsv(folder / "rounds.tsv", [{**ident, **r} for r in rows], [*ident, *ROUND_COLUMNS])
     uplink = [
-        {"round": r, "user": u, "n_train": 100, "n_entries": 1000, "n_sent": 452,
+        {**ident, "round": r, "user": u, "n_train": 100, "n_entries": 1000, "n_sent": 452,
          **{k: v * (seed + 1) for k, v in UPLINK_BITS.items()}, "bits_coded": 0,
          "bits_fixed": 0}
         for r in range(1, rounds + 1)
         for u in range(2)
     ]  # fmt: skip
-    write_tsv(folder / "uplink.tsv", pd.DataFrame(uplink), UPLINK_COLUMNS)
+    write_tsv(folder / "uplink.tsv", pd.DataFrame(uplink), [*ident, *UPLINK_COLUMNS])
     return folder / "rounds.tsv", folder / "uplink.tsv"
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from gradcomp.compression import SpecError, build_compressor, check_spec, compressor_variants
+from gradcomp.compression import SpecError, build_compressor, check_spec
 from gradcomp.compression.count_sketch import (
     CHECK_ENTRIES,
     CountSketch,
@@ -21,6 +21,7 @@ from gradcomp.compression.count_sketch import (
 )
 from gradcomp.compression.fetchsgd import FetchSGDServer
 from gradcomp.compression.sketch_hash import SketchHash
+from gradcomp.study_pieces import compressor_variants
 
 REPO = Path(__file__).resolve().parents[1]
 P = 2**61 - 1

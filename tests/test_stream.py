@@ -17,10 +17,11 @@ from gradcomp.coding.registry import coder_specs
 from gradcomp.lossless.code_lossless import CODING_COLUMNS, code_lossless, code_run
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.fit_lossless import fit_run
-from gradcomp.lossless.stream import StreamSettings, stream_enabled
+from gradcomp.lossless.stream import StreamSettings
 from gradcomp.lossless.tables import coding_rate_table
 from gradcomp.lossless.train import TrainSettings, train_with_dumps
 from gradcomp.models import build_model
+from gradcomp.study_pieces import streams
 
 FAMILIES = ("gennorm", "norm", "laplace")
 # one coder or bound of every kind (the whole registry takes ~4x longer on fc1's 98k entries)
@@ -29,17 +30,17 @@ CODERS = (
     "ans_gennorm", "huffman_empirical", "entropy", "ans_gennorm_channel", "entropy_channel",
     "ans_context", "entropy_context",
 )  # fmt: skip
+STREAM_SPECS = coder_specs(CODERS, FAMILIES)
 # every tensor's streams (sample: all), so that every row equals the dumps' coding
 STREAM = StreamSettings(
     families=FAMILIES,
     scalings=("none", "amax"),
-    coders=CODERS,
+    coders=tuple(STREAM_SPECS),
     verify=True,
     skip_below=256,
     sample_tensors=None,
     sample_epochs=None,
 )
-STREAM_SPECS = coder_specs({"families": FAMILIES, "coders": CODERS})
 EPOCHS = 2
 
 
@@ -186,12 +187,7 @@ def test_stream_auto_is_on_when_dumps_are_restricted(stream, patterns, expected)
     lossless = {"coding": {"stream": stream}, "dump_tensors": {}}
     if patterns is not None:
         lossless["dump_tensors"]["cnn"] = patterns
-    assert stream_enabled(lossless, "cnn") is expected
-
-
-def test_bad_stream_value_names_the_key() -> None:
-    with pytest.raises(ValueError, match="lossless.coding.stream"):
-        stream_enabled({"coding": {"stream": "yes"}, "dump_tensors": {}}, "cnn")
+    assert streams(lossless, "cnn") is expected
 
 
 @pytest.mark.slow
@@ -248,6 +244,7 @@ WORKER_SCRIPT = """
 import sys
 import numpy as np
 import torch
+from gradcomp.coding.registry import coder_specs
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings
 
 with open(sys.argv[1] + ".starts", "a") as fh:  # top level, no main guard: as a Snakemake job
@@ -257,7 +254,8 @@ torch.ones(1000, 1000) @ torch.ones(1000, 1000)  # a threaded torch before the w
 rng = np.random.default_rng(5)
 sizes = {"a.weight": (40, 30), "b.bias": (8,), "c.weight": (300,), "d.weight": (20, 20)}
 grads = {n: rng.laplace(scale=1e-3, size=s).astype(np.float32) for n, s in sizes.items()}
-settings = StreamSettings(families=("gennorm",), coders=("fp8", "huffman_gennorm", "entropy"))
+coders = tuple(coder_specs(["fp8", "huffman_gennorm", "entropy"], ["gennorm"]))
+settings = StreamSettings(families=("gennorm",), coders=coders)
 workers = int(sys.argv[2])
 with GradientStreamer(settings, model="m", run=0, workers=workers) as streamer:
     table = streamer.code({"epoch_avg": grads, "last_batch": grads}, epoch=4, n_batches=3)

@@ -24,6 +24,7 @@ from gradcomp.lossless.code_lossless import code_values, coding_table, merge_str
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings
 from gradcomp.lossless.tables import coding_rate_table
 from gradcomp.quantization.grids import get_grid
+from gradcomp.study_pieces import stream_settings
 
 FAMILIES = ("gennorm", "norm", "laplace")
 COUNTED = [s for s in builtin_specs(FAMILIES).values() if is_counted(s.cls)]
@@ -125,21 +126,21 @@ def test_sampled_tensors_are_spread_from_first_to_last() -> None:
     assert StreamSettings(families=FAMILIES, sample_tensors=0).sampled(1, 5) == set()
     every = StreamSettings(families=FAMILIES, sample_tensors=None, sample_epochs=None)
     assert every.sampled(7, 4) == {0, 1, 2, 3}
-    with pytest.raises(ValueError, match="lossless.coding.sample"):
+    with pytest.raises(ValueError, match="sample_tensors"):
         StreamSettings(families=FAMILIES, sample_tensors=-1)
 
 
-def test_from_config_reads_the_sample() -> None:
+def test_the_study_reads_the_sample() -> None:
     lossless = {
         "coding": {"families": list(FAMILIES), "grid": "fp8_e5m2", "kinds": ["epoch_avg"],
                    "accountings": ["exact"], "scalings": ["none"], "general_purpose": False,
                    "coders": None, "verify": True, "sample": {"tensors": None, "epochs": [2]}},
         "fit": {"floc": None, "zero_atom": True, "skip_below": 256},
     }  # fmt: skip
-    settings = StreamSettings.from_config(lossless)
+    settings = stream_settings(lossless, ())
     assert settings.sample_tensors is None and settings.sample_epochs == (2,)
     del lossless["coding"]["sample"]
-    assert StreamSettings.from_config(lossless).sample_epochs == (1,)
+    assert stream_settings(lossless, ()).sample_epochs == (1,)
 
 
 CODERS = ("fp8", "zstd", "huffman_gennorm", "ans_gennorm", "huffman_empirical", "entropy",
@@ -156,15 +157,15 @@ def test_streamer_codes_unsampled_tensors_from_their_counts() -> None:
     grads = {"a.weight": gradient((20, 30), 3), "b.weight": gradient((16, 40), 4),
              "c.bias": np.ones(10, dtype=np.float32)}  # fmt: skip
     tensors = {"epoch_avg": {n: torch.from_numpy(g) for n, g in grads.items()}}
-    kw = dict(families=FAMILIES, coders=CODERS, scalings=("none", "amax"), verify=True)
+    specs = coder_specs(CODERS, FAMILIES)
+    kw = dict(families=FAMILIES, coders=specs, scalings=("none", "amax"), verify=True)
     tables = {}
     for name, sample in {"some": (1, (1,)), "all": (None, None)}.items():
         settings = StreamSettings(**kw, sample_tensors=sample[0], sample_epochs=sample[1])
         with GradientStreamer(settings, model="m", run=0) as streamer:
             tables[name] = pd.concat([streamer.code(tensors, epoch=e, n_batches=5) for e in (1, 2)])
     some, every = tables["some"], tables["all"]
-    counted = {s.name for s in coder_specs({"families": FAMILIES, "coders": CODERS})
-               if is_counted(s.cls)}  # fmt: skip
+    counted = {s.name for s in specs if is_counted(s.cls)}
     assert counted == {"fp8", "huffman_gennorm", "ans_gennorm", "huffman_empirical",
                        "entropy", "entropy_channel"}  # fmt: skip
     for (epoch, tensor), rows in some.groupby(["epoch", "tensor"]):

@@ -5,6 +5,9 @@ schema's enums equal the registries, command-line strings are converted by the s
 from __future__ import annotations
 
 import copy
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import pytest
 import yaml
@@ -142,10 +145,33 @@ def test_all_failed_checks_are_reported_at_once() -> None:
     assert "'lossy.baseline'" in str(err.value) and "'figures.lossless_run'" in str(err.value)
 
 
+def _mutable_parts(value, path: str = "study"):
+    """Paths of the dicts, lists and sets anywhere inside ``value``."""
+    if isinstance(value, (dict, list, set)):
+        yield path
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _mutable_parts(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _mutable_parts(item, f"{path}[{key!r}]")
+    elif isinstance(value, tuple):
+        for i, item in enumerate(value):
+            yield from _mutable_parts(item, f"{path}[{i}]")
+
+
 def test_study_is_frozen() -> None:
+    """Frozen all the way down: no dict, list or set inside (planted bug: a section keeping
+    the config's dict, whose keys a rule could then change for the jobs after it)."""
     study = load_study(config(), SCHEMA)
     with pytest.raises(AttributeError):
         study.lossy.baseline = "none"
+    with pytest.raises(TypeError):
+        study.lossy.federation["lr"] = 1.0
+    with pytest.raises(TypeError):
+        study.lossy.variants[0].spec["rate"] = 1
+    assert list(_mutable_parts(study)) == []
+    assert list(_mutable_parts((MappingProxyType({"a": [1]}),))) == ["study[0]['a']"]
 
 
 def test_nested_command_line_compressors_are_converted() -> None:
@@ -216,3 +242,23 @@ def test_command_line_compressor_list_dry_run(tmp_path) -> None:
     )
     proc = run_snakemake(tmp_path, "-n", "--cores", "1", "--config", full)
     assert "federated" in proc.stdout and "x/R4_M2" in proc.stdout
+
+
+def test_entry_errors_speak_of_the_entry_and_the_study_names_the_key() -> None:
+    """The library names the entry's index and key (no config path); the study turns that into
+    the config key, ``lossy.<key>`` for a value the entry took over from the section (planted
+    bugs: an inherited top-K blamed on the entry; the library naming the config's layout)."""
+    from gradcomp.compression.entries import EntryError, expand_entries
+    from gradcomp.study_pieces import compressor_variants
+
+    good = {"name": "u", "quantizer": "uniform", "rates": [2]}
+    bad_rates = {"name": "v", "quantizer": "uniform", "rates": []}
+    with pytest.raises(EntryError) as err:
+        expand_entries([good, bad_rates], {"topk": 2.0})
+    problems = {(p.index, p.key, p.inherited) for p in err.value.problems}
+    assert problems == {(0, "topk", True), (1, "rates", False)}
+    assert "lossy" not in str(err.value) and "config key" not in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        compressor_variants({"topk": 2.0, "compressors": [good, bad_rates]})
+    assert "config key 'lossy.topk'" in str(err.value)
+    assert "config key 'lossy.compressors.1.rates'" in str(err.value)

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
-from gradcomp.compression import build_compressor, compressor_variants
+from gradcomp.compression import build_compressor
 from gradcomp.config import ConfigError
+from gradcomp.study_pieces import compressor_variants
 
 DOC = REPO / "docs" / "extending.md"
 

@@ -123,6 +123,9 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     ]
     rounds = pd.read_csv(base / "gennorm/R2_M2/seed0/rounds.tsv", sep="\t")
     assert rounds["round"].tolist() == [0, 1, 2]
+    # the run's identity is in its rows, as its folder names it
+    ident = rounds[["model", "compressor", "rate", "M", "seed"]].drop_duplicates()
+    assert ident.values.tolist() == [["mlp", "gennorm", 2, 2, 0]]
     uplink = pd.read_csv(base / "gennorm/R2_M2/seed0/uplink.tsv", sep="\t")
     assert len(uplink) == 4 and (uplink["bits_coded"] > 0).all()
     parts = ["position_bits", "side_bits", "raw_bits"]

@@ -118,7 +118,7 @@ class CompressionHookState:
             raise ValueError(f"log_every must be an integer >= 0, got {log_every!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an integer, got {seed!r}")
-        check_spec(spec)  # SpecError naming the key at fault, before any process group work
+        checked = check_spec(spec)  # SpecError naming the key at fault, before any group work
         if not dist.is_initialized():
             raise RuntimeError("CompressionHookState needs torch.distributed initialised first")
         self.process_group = process_group
@@ -127,7 +127,7 @@ class CompressionHookState:
         self.world_size = dist.get_world_size(group)
         self.spec = dict(spec)
         self.seed = int(seed)
-        self.compressor = compressor_factory(self.spec, self.seed)(self.rank)
+        self.compressor = compressor_factory(checked, self.seed)(self.rank)
         inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
         named = [(n, p) for n, p in inner.named_parameters() if p.requires_grad]
         self.names = {id(p): n for n, p in named}

@@ -1,5 +1,5 @@
 """The error a bad config raises, in a module of its own so that both the schema check
-(:mod:`gradcomp.config`) and the compressor entries (:mod:`gradcomp.compression.entries`)
+(:mod:`gradcomp.config`) and the study (:mod:`gradcomp.study`, :mod:`gradcomp.study_pieces`)
 raise it without importing each other."""
 
 

@@ -1,24 +1,39 @@
 """The study: the validated config as one typed object, with every check across keys.
 
 :func:`load_study` validates a config against the schema (:mod:`gradcomp.config`: types,
-ranges, defaults, the compressor entries) and :func:`build_study` turns the validated dict
-into a :class:`Study` of frozen sections (data, lossless, lossy, figures, resources). The
-checks that relate two keys (a figure's run below ``lossless.runs``, the baseline's rates, the
-warm start's pretraining pool, ...) live here and nowhere else; they are all run, and all
-failures are reported at once as ``config key 'a.b': ...``. The workflow
-(``workflow/rules/common.smk``) only reads the study.
+ranges, defaults) and :func:`build_study` turns the validated dict into a :class:`Study` of
+frozen sections (data, lossless, lossy, figures, resources), read-only all the way down: the
+compressor variants with their checked specs, the checked coders and the streamed coding
+(:mod:`gradcomp.study_pieces`, which names the config key of a bad entry). The checks that
+relate two keys (a figure's run below ``lossless.runs``, the baseline's rates, the warm
+start's pretraining pool, ...) live here and nowhere else; they are all run, and all failures
+are reported at once as ``config key 'a.b': ...``. The Snakefile builds the study once; the
+rules read it and hand its pieces to the jobs as plain params, and nothing else reads the
+config.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from gradcomp.compression.entries import Variant, compressor_variants, entry_kind
-from gradcomp.compression.specs import variant_label
+from gradcomp.coding.registry import CoderSpec
+from gradcomp.compression.entries import Variant, entry_kind
+from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, variant_label
 from gradcomp.config import validate_config
 from gradcomp.errors import ConfigError
+from gradcomp.lossless.stream import StreamSettings
+from gradcomp.study_pieces import (
+    compressor_variants,
+    configured_coders,
+    freeze,
+    l5_coders,
+    stream_settings,
+    streams,
+)
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -35,7 +50,7 @@ __all__ = [
 ]
 
 #: Resources of a heavy rule that ``resources`` does not list (mem_mb, runtime in minutes, GPUs).
-DEFAULT_RESOURCES = {"mem_mb": 4000, "runtime": 60, "gpu": 0}
+DEFAULT_RESOURCES = MappingProxyType({"mem_mb": 4000, "runtime": 60, "gpu": 0})
 
 
 @dataclass(frozen=True)
@@ -52,7 +67,9 @@ class DataSection:
 @dataclass(frozen=True)
 class LosslessSection:
     """Paper L: training with dumps (``lossless``); ``fit``, ``coding`` and ``positions`` are
-    the config's mappings as validated, handed to the library as they are."""
+    the config's mappings as validated (read-only); ``coders`` the checked coders of
+    ``coding.coders``, ``l5_coders`` the (name, colour) pairs L5 draws, ``stream`` the
+    streamed coding's settings and ``streamed`` whether each model's training job streams."""
 
     models: tuple[str, ...]
     runs: int
@@ -62,12 +79,16 @@ class LosslessSection:
     loss_reduction: str
     momentum: float
     augment: bool
-    dump_tensors: dict[str, list[str]]
+    dump_tensors: Mapping[str, tuple[str, ...]]
     threads: int
     test_images: int | None
-    fit: dict[str, Any]
-    positions: dict[str, dict[str, str]]
-    coding: dict[str, Any]
+    fit: Mapping[str, Any]
+    positions: Mapping[str, Mapping[str, str]]
+    coding: Mapping[str, Any]
+    coders: tuple[CoderSpec, ...]
+    l5_coders: tuple[tuple[str, str], ...]
+    stream: StreamSettings
+    streamed: Mapping[str, bool]
 
 
 @dataclass(frozen=True)
@@ -81,7 +102,7 @@ class DistortionStudy:
     tensor: str
     rates: tuple[int, ...]
     #: model -> the tensor quantized for that model (default ``tensor``)
-    model_tensor: dict[str, str]
+    model_tensor: Mapping[str, str]
 
     @property
     def label(self) -> str:
@@ -120,7 +141,8 @@ class Verdicts:
 class LossySection:
     """Paper Y (``lossy``): the federation's settings and the compressor variants.
 
-    ``variants`` holds one checked spec per (name, rate, M) in config order, ``kinds`` maps each
+    ``variants`` holds one checked spec per (name, rate, M) in config order (``model_specs``:
+    the spec each model's jobs use, with the model's ``min_entries``), ``kinds`` maps each
     entry name to what builds it (a quantizer or compressor kind, or ``"class"``), ``full_runs``
     is the resolved list of names and labels with full federated runs, ``pairable`` the
     compressors paired with ``baseline`` at the same R in T3/T4, ``reference`` the one-round
@@ -131,10 +153,11 @@ class LossySection:
     seeds: tuple[int, ...]
     threads: int
     slip: bool
-    federation: dict[str, Any]
+    federation: Mapping[str, Any]
     min_entries: int
     variants: tuple[Variant, ...]
-    kinds: dict[str, str]
+    model_specs: Mapping[tuple[str, str], CheckedSpec]
+    kinds: Mapping[str, str]
     full_runs: tuple[str, ...]
     baseline: str
     pairable: tuple[str, ...]
@@ -144,37 +167,32 @@ class LossySection:
     #: labels of the primary pass (run on every trajectory; the rest on the first warm start)
     one_round_primary: tuple[str, ...]
     #: the warm start's settings without its seeds (None: from scratch)
-    warm_start: dict[str, Any] | None
+    warm_start: Mapping[str, Any] | None
     #: one warm start per seed (empty without a warm start)
     warm_start_seeds: tuple[int, ...]
     test_images: int | None
     #: compressor name -> the rate curve it joins
-    curves: dict[str, str]
+    curves: Mapping[str, str]
     verdicts: Verdicts
     distortion_study: DistortionStudy
     #: model -> {lr, min_entries} overriding the section's for that model
-    model_settings: dict[str, dict[str, Any]]
-    #: compressor name -> its config entry
-    entries: dict[str, dict[str, Any]]
+    model_settings: Mapping[str, Mapping[str, Any]]
 
-    def spec(self, name: str, rate: int, M: int) -> dict[str, Any]:
+    def spec(self, name: str, rate: int, M: int) -> CheckedSpec:
         """The spec of variant (name, rate, M); KeyError if it is not configured."""
         for v in self.variants:
             if (v.name, v.rate, v.M) == (name, rate, M):
                 return v.spec
         raise KeyError(variant_label(name, rate, M))
 
+    def model_spec(self, model: str, label: str) -> CheckedSpec:
+        """The checked spec of variant ``label`` in ``model``'s jobs."""
+        return self.model_specs[(model, label)]
+
     def model_setting(self, model: str, key: str) -> Any:
         """``model_settings.<model>.<key>`` (lr, min_entries), else the section's own."""
         own = self.federation["lr"] if key == "lr" else self.min_entries
         return self.model_settings.get(model, {}).get(key, own)
-
-    def model_spec(self, spec: dict[str, Any], name: str, model: str) -> dict[str, Any]:
-        """``spec`` with the model's ``min_entries`` where the spec takes one and compressor
-        ``name``'s entry does not set its own."""
-        if "min_entries" not in spec or "min_entries" in self.entries[name]:
-            return spec
-        return {**spec, "min_entries": self.model_setting(model, "min_entries")}
 
     def one_round_labels(self, warm_start: int | None) -> list[str]:
         """Labels of the variants the one-round study runs under ``warm_start`` (a seed of
@@ -200,7 +218,7 @@ class FiguresSection:
     histogram_bins: int
     y4_tensors: tuple[str, ...]
     #: model -> the tensors Y4 shows for that model (default ``y4_tensors``)
-    model_tensors: dict[str, list[str]]
+    model_tensors: Mapping[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -212,7 +230,7 @@ class Study:
     lossless: LosslessSection
     lossy: LossySection
     figures: FiguresSection
-    resources: dict[str, dict[str, int]]
+    resources: Mapping[str, Mapping[str, int]]
 
     def resource(self, rule: str, key: str) -> int:
         """``resources.<rule>.<key>`` (mem_mb, runtime in minutes, gpu), else the default of
@@ -226,10 +244,12 @@ def load_study(config: dict[str, Any], schema_path: str | Path) -> Study:
     return build_study(validate_config(config, schema_path))
 
 
-def _sent_the_same_way(spec: dict[str, Any]) -> tuple:
-    """What R means for a spec: bits per kept value of one sparsifier and keep fraction."""
-    sparsifier = spec.get("sparsifier") or ("topk" if spec.get("topk") else "none")
-    return ("quantizer" in spec, sparsifier, spec.get("topk"), spec.get("topk_budget_percent"))
+def _sent_the_same_way(spec: CheckedSpec) -> tuple:
+    """What R means for a spec: bits per kept value of one sparsifier and keep fraction (or
+    bit budget, which sets the fraction per rate)."""
+    budget = spec["topk_budget_percent"]
+    keep = ("budget", budget) if budget is not None else ("fraction", spec["topk"])
+    return (spec["quantizer"] is not None, spec["sparsifier"] or "none", keep)
 
 
 def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
@@ -245,13 +265,24 @@ def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
             errors.append(
                 f"config key 'lossless.coding.{key}': {sorted(missing)} not in lossless.fit.{key}"
             )
+    try:
+        coders = configured_coders(c["coding"])
+    except ConfigError as err:
+        errors.append(str(err).removeprefix("invalid config:\n  "))
+        coders = ()
     return LosslessSection(
         models=tuple(c["models"]),
         **{k: c[k] for k in ("runs", "epochs", "batch_size", "lr", "loss_reduction")},
-        **{k: c[k] for k in ("momentum", "augment", "dump_tensors", "threads", "fit")},
+        **{k: c[k] for k in ("momentum", "augment", "threads")},
+        dump_tensors=freeze(c["dump_tensors"]),
+        fit=freeze(c["fit"]),
         test_images=c["test_images"],
-        positions=c["positions"],
-        coding=c["coding"],
+        positions=freeze(c["positions"]),
+        coding=freeze(c["coding"]),
+        coders=coders,
+        l5_coders=l5_coders(c["coding"], coders),
+        stream=stream_settings(c, coders),
+        streamed=MappingProxyType({m: streams(c, m) for m in c["models"]}),
     )
 
 
@@ -267,6 +298,26 @@ def _baseline_errors(baseline: str, kinds: dict, variants: list[Variant]) -> lis
             "has a rate curve to compare the others with"
         ]
     return []
+
+
+def _model_specs(c: dict[str, Any], variants: list[Variant], errors: list[str]) -> dict:
+    """(model, label) -> the variant's spec with the model's ``min_entries`` (where the kind
+    takes one and the entry does not set it), each checked once."""
+    entries = {entry["name"]: entry for entry in c["compressors"]}
+    out = {}
+    for model in c["models"]:
+        own = c["model_settings"].get(model, {}).get("min_entries")
+        for v in variants:
+            spec = v.spec
+            if own is not None and spec["min_entries"] is not None:
+                if "min_entries" not in entries[v.name]:
+                    try:
+                        spec = check_spec({**spec.plain(), "min_entries": own})
+                    except SpecError as err:
+                        key = f"lossy.model_settings.{model}.min_entries"
+                        errors.append(f"config key '{key}': {v.label}: {err.message}")
+            out[(model, v.label)] = spec
+    return out
 
 
 def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
@@ -307,8 +358,9 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
 
     d = c["distortion_study"]
     study = DistortionStudy(
-        d["compressor"], d["rate"], d["M"], d["tensor"], tuple(d["rates"]), d["model_tensor"]
-    )
+        d["compressor"], d["rate"], d["M"], d["tensor"], tuple(d["rates"]),
+        freeze(d["model_tensor"]),
+    )  # fmt: skip
     in_full = study.compressor in full_runs or study.label in full_runs
     if study.label not in labels or not in_full:
         errors.append(
@@ -369,6 +421,7 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     )
     warm = None if c["warm_start"] is None else dict(c["warm_start"])
     warm_seeds = () if warm is None else tuple(warm.pop("seeds"))
+    model_specs = _model_specs(c, variants, errors)
 
     federation = (
         "users", "rounds", "local_epochs", "batch_size", "lr", "validation_fraction",
@@ -379,10 +432,11 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
         seeds=tuple(c["seeds"]),
         threads=c["threads"],
         slip=c["slip"],
-        federation={k: c[k] for k in federation},
+        federation=freeze({k: c[k] for k in federation}),
         min_entries=c["min_entries"],
         variants=tuple(variants),
-        kinds=kinds,
+        model_specs=MappingProxyType(model_specs),
+        kinds=MappingProxyType(kinds),
         full_runs=tuple(full_runs),
         baseline=baseline,
         pairable=tuple(pairable),
@@ -390,14 +444,13 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
         one_round_seeds=tuple(c["one_round"]["seeds"]),
         one_round_rounds=c["one_round"]["rounds"],
         one_round_primary=tuple(primary),
-        warm_start=warm,
+        warm_start=freeze(warm),
         warm_start_seeds=warm_seeds,
         test_images=c["test_images"],
-        curves=curves,
+        curves=MappingProxyType(curves),
         verdicts=verdicts,
         distortion_study=study,
-        model_settings=c["model_settings"],
-        entries={entry["name"]: entry for entry in c["compressors"]},
+        model_settings=freeze(c["model_settings"]),
     )
 
 
@@ -428,7 +481,7 @@ def build_study(config: dict[str, Any]) -> Study:
             lossless_kind=f["lossless_kind"],
             histogram_bins=f["histogram_bins"],
             y4_tensors=tuple(f["y4"]["tensors"]),
-            model_tensors=f["model_tensors"],
+            model_tensors=freeze(f["model_tensors"]),
         ),
-        resources=config["resources"],
+        resources=freeze(config["resources"]),
     )

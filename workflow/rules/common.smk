@@ -1,17 +1,18 @@
 # Shared helpers: target lists, wildcard constraints, per-run settings.
 #
 # Settings that only say *where* a job runs (threads, device) are not params: they do not
-# trigger reruns, so moving the study to another machine reuses its results.
+# trigger reruns, so moving the study to another machine reuses its results. The device is
+# a string resource (DEVICE) for that reason.
 
-# Everything here reads the study object (gradcomp.study, built and checked in the Snakefile);
-# the config's cross-key checks live there, with their tests.
+# Everything here reads the study object (gradcomp.study, built and checked once in the
+# Snakefile; the config is read nowhere else). Params are its pieces as plain data
+# (gradcomp.study_pieces.plain): checked specs that a job rebuilds without checking again.
 
 import dataclasses
 from types import SimpleNamespace
 
 from gradcomp.compression.specs import variant_label
-from gradcomp.errors import ConfigError
-from gradcomp.lossless.stream import StreamSettings, stream_enabled
+from gradcomp.study_pieces import plain
 
 
 wildcard_constraints:
@@ -28,6 +29,8 @@ wildcard_constraints:
 CIFAR10_CACHE = "results/data/cifar10.pt"
 CIFAR10_SUMMARY = "results/data/cifar10.json"
 FIGURES = STUDY.figures
+#: Where the training jobs run (config device): a resource, not a param.
+DEVICE = STUDY.device
 
 
 def rule_resource(rule_name, key):
@@ -42,15 +45,12 @@ LOSSLESS = STUDY.lossless
 LOSSLESS_RUN = "results/lossless/{model}/run{run}"
 POSITIONS_TSV = "results/lossless/{model}/positions.tsv"
 
-try:
-    STREAMED = {m: stream_enabled(config["lossless"], m) for m in LOSSLESS.models}
-except ValueError as exc:
-    raise ConfigError(str(exc)) from None
+STREAMED = LOSSLESS.streamed
 # Whole-model coding in the training job (lossless.coding.stream): with any model streaming,
 # every training job declares coded_all.tsv (a header only where its model does not stream)
 # and code_lossless reads it; with none (the default config) the DAG is as without it.
 ANY_STREAMED = any(STREAMED.values())
-STREAM_PARAMS = StreamSettings.from_config(config["lossless"]).as_params()
+STREAM_PARAMS = LOSSLESS.stream.as_params()
 
 
 def lossless_runs():
@@ -127,8 +127,8 @@ LOSSY = STUDY.lossy
 #: The variant label with wildcards, {compressor}/R{rate}_M{m} (built by variant_label).
 VARIANT_WILDCARDS = variant_label("{compressor}", "{rate}", "{m}")
 LOSSY_RUN = f"results/lossy/{{model}}/{VARIANT_WILDCARDS}/seed{{seed}}"
-# One checked spec per (name, rate, M), in config order (gradcomp.study built them).
-VARIANTS = {(v.name, v.rate, v.M): v.spec for v in LOSSY.variants}
+# The variants (name, rate, M), in config order (gradcomp.study checked their specs).
+VARIANTS = [(v.name, v.rate, v.M) for v in LOSSY.variants]
 #: Compressor name -> what builds it (its quantizer or compressor kind, or "class").
 KINDS = LOSSY.kinds
 BASELINE = LOSSY.baseline
@@ -153,19 +153,19 @@ def warm_start_input(wildcards):
 
 def warm_start_settings(wildcards):
     """gradcomp.lossy.warm_start.WarmStartSettings keyword arguments."""
-    return dict(model=wildcards.model, seed=int(wildcards.ws), test_images=LOSSY.test_images, **WARM_START)
+    return dict(model=wildcards.model, seed=int(wildcards.ws), test_images=LOSSY.test_images, **plain(WARM_START))
 
 
-def one_round_specs(wildcards):
-    """Label ({name}/R{rate}_M{M}) -> spec of the variants the one-round study runs under the
-    wildcard's warm start (every variant under the first, the primary pass elsewhere)."""
+def one_round_variants(wildcards):
+    """The variants the one-round study runs under the wildcard's warm start (every variant
+    under the first, the primary pass elsewhere): compressor, rate, M and checked spec (plain)."""
     ws = None if wildcards.ws == "none" else int(wildcards.ws)
     run = set(LOSSY.one_round_labels(ws))
-    return {
-        v.label: model_spec(v.spec, v.name, wildcards.model)
+    return [
+        dict(compressor=v.name, rate=v.rate, M=v.M, spec=LOSSY.model_spec(wildcards.model, v.label).plain())
         for v in LOSSY.variants
         if v.label in run
-    }
+    ]
 
 
 def lossy_dir(model, compressor, rate, m, seed):
@@ -189,15 +189,22 @@ def lossy_run_files(model, name):
     ]
 
 
-def model_spec(spec, compressor, model):
-    """``spec`` with the model's min_entries (lossy.model_settings; gradcomp.study)."""
-    return LOSSY.model_spec(spec, compressor, model)
-
-
 def compressor_spec(wildcards):
-    """The gradcomp.compression.build_compressor spec of one federated run."""
-    spec = VARIANTS[(wildcards.compressor, int(wildcards.rate), int(wildcards.m))]
-    return model_spec(spec, wildcards.compressor, wildcards.model)
+    """The checked spec (plain) of one federated run, with its model's min_entries."""
+    label = variant_label(wildcards.compressor, int(wildcards.rate), int(wildcards.m))
+    return LOSSY.model_spec(wildcards.model, label).plain()
+
+
+def run_identity(wildcards):
+    """The compressor, rate, M and warm start (its seed, -1 from scratch) that a federated run
+    writes into its tables (model and seed come with its settings)."""
+    first = WARM_STARTS[0]
+    return dict(
+        compressor=wildcards.compressor,
+        rate=int(wildcards.rate),
+        M=int(wildcards.m),
+        warm_start=-1 if first == "none" else int(first),
+    )
 
 
 def federated_settings(wildcards):
@@ -272,5 +279,5 @@ COSTS = [f"results/tables/costs.{ext}" for ext in ("tsv", "md")]
 
 
 def all_targets():
-    """Everything `rule all` asks for: both papers' figures and tables, and what they cost."""
+    """Every default target: both papers' figures and tables, and what they cost."""
     return lossless_targets() + lossy_targets() + COSTS

@@ -13,16 +13,10 @@ localrules:
     table_T1,
     table_T2,
 
-from gradcomp.coding.registry import coder_specs
-from gradcomp.errors import ConfigError
-
-# The coders of coding.tsv, T1 and L5, checked here before any job (a user's class is
-# imported now): the error names the key, lossless.coding.coders.<i>.
-try:
-    CODERS = coder_specs(LOSSLESS.coding)
-except ValueError as exc:
-    raise ConfigError(str(exc)) from None
-L5_CODERS = [{"name": c.name, "color": c.color} for c in CODERS if c.figure]
+# The coders of coding.tsv, T1 and L5, checked when the study was built (a user's class
+# imported then); the jobs get them as plain data and rebuild them without checking again.
+CODERS = [c.plain() for c in LOSSLESS.coders]
+L5_CODERS = [{"name": name, "color": color} for name, color in LOSSLESS.l5_coders]
 
 
 rule train_lossless:
@@ -45,6 +39,7 @@ rule train_lossless:
         mem_mb=rule_resource("train_lossless", "mem_mb"),
         runtime=rule_resource("train_lossless", "runtime"),
         gpu=rule_resource("train_lossless", "gpu"),
+        device=DEVICE,
     conda:
         "../../envs/gradcomp.yaml"
     script:
@@ -57,10 +52,10 @@ rule fit_lossless:
     output:
         fits=f"{LOSSLESS_RUN}/fits.tsv",
     params:
-        families=LOSSLESS.fit["families"],
+        families=plain(LOSSLESS.fit["families"]),
         floc=LOSSLESS.fit["floc"],
         skip_below=LOSSLESS.fit["skip_below"],
-        kinds=LOSSLESS.fit["kinds"],
+        kinds=plain(LOSSLESS.fit["kinds"]),
         seed=LOSSLESS.fit["seed"],
         zero_atom=LOSSLESS.fit["zero_atom"],
     log:
@@ -87,7 +82,8 @@ rule code_lossless:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
         # stream says where the rows come from, not what they are: no rerun trigger
-        coding={k: v for k, v in LOSSLESS.coding.items() if k not in ("stream", "sample")},
+        coding={k: plain(v) for k, v in LOSSLESS.coding.items() if k not in ("stream", "sample", "coders")},
+        coders=CODERS,
     log:
         "results/logs/lossless/{model}/run{run}/code.log",
     benchmark:
@@ -112,7 +108,7 @@ rule tensor_positions:
         positions=POSITIONS_TSV,
     params:
         skip_below=LOSSLESS.fit["skip_below"],
-        overrides=lambda wc: LOSSLESS.positions.get(wc.model, {}),
+        overrides=lambda wc: plain(LOSSLESS.positions.get(wc.model, {})),
     log:
         "results/logs/lossless/{model}/positions.log",
     threads: 1

@@ -30,6 +30,7 @@ rule warm_start:
         mem_mb=rule_resource("warm_start", "mem_mb"),
         runtime=rule_resource("warm_start", "runtime"),
         gpu=rule_resource("warm_start", "gpu"),
+        device=DEVICE,
     conda:
         "../../envs/gradcomp.yaml"
     script:
@@ -52,6 +53,7 @@ rule federated:
     params:
         settings=federated_settings,
         spec=compressor_spec,
+        identity=run_identity,
     log:
         f"results/logs/lossy/{{model}}/{VARIANT_WILDCARDS}/seed{{seed}}.log",
     benchmark:
@@ -61,6 +63,7 @@ rule federated:
         mem_mb=rule_resource("federated", "mem_mb"),
         runtime=rule_resource("federated", "runtime"),
         gpu=rule_resource("federated", "gpu"),
+        device=DEVICE,
     conda:
         "../../envs/gradcomp.yaml"
     script:
@@ -75,8 +78,8 @@ rule one_round_study:
         table="results/lossy/{model}/one_round/ws{ws}.tsv",
     params:
         settings=one_round_settings,
-        specs=one_round_specs,
-        reference=LOSSY.reference.label,
+        variants=one_round_variants,
+        reference=[LOSSY.reference.name, LOSSY.reference.rate, LOSSY.reference.M],
         seeds=list(LOSSY.one_round_seeds),
         warm_start_seed=lambda wc: None if wc.ws == "none" else int(wc.ws),
     log:
@@ -88,6 +91,7 @@ rule one_round_study:
         mem_mb=rule_resource("one_round_study", "mem_mb"),
         runtime=rule_resource("one_round_study", "runtime"),
         gpu=rule_resource("one_round_study", "gpu"),
+        device=DEVICE,
     conda:
         "../../envs/gradcomp.yaml"
     script:
@@ -128,7 +132,7 @@ rule figures_Y1_Y3:
         rounds=lambda wc: lossy_run_files(wc.model, "rounds.tsv"),
         summary=CIFAR10_SUMMARY,
     params:
-        kinds=KINDS,
+        kinds=plain(KINDS),
     output:
         y1=report("results/figures/Y1_{model}.png", caption="../report/Y1.rst", category="Paper Y", subcategory="{model}"),
         y1_pdf="results/figures/Y1_{model}.pdf",
@@ -204,7 +208,7 @@ rule figure_Y6:
         png=report("results/figures/Y6_{model}.png", caption="../report/Y6.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y6_{model}.pdf",
     params:
-        kinds=KINDS,
+        kinds=plain(KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
     log:
@@ -226,7 +230,7 @@ rule table_T4:
         tsv=report("results/tables/T4.tsv", caption="../report/T4.rst", category="Paper Y", subcategory="tables"),
         md="results/tables/T4.md",
     params:
-        kinds=KINDS,
+        kinds=plain(KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
         margin=LOSSY.verdicts.margin,
@@ -248,7 +252,7 @@ rule table_T3:
         rounds=[f for model in LOSSY.models for f in lossy_run_files(model, "rounds.tsv")],
         uplink=[f for model in LOSSY.models for f in lossy_run_files(model, "uplink.tsv")],
     params:
-        kinds=KINDS,
+        kinds=plain(KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
     output:
@@ -274,9 +278,9 @@ rule figure_Y7:
         png=report("results/figures/Y7_{model}.png", caption="../report/Y7.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y7_{model}.pdf",
     params:
-        kinds=KINDS,
+        kinds=plain(KINDS),
         baseline=BASELINE,
-        curves=LOSSY.curves,
+        curves=plain(LOSSY.curves),
     log:
         "results/logs/figures/Y7_{model}.log",
     threads: 1
@@ -297,7 +301,7 @@ rule table_T5:
         md="results/tables/T5.md",
     params:
         baseline=BASELINE,
-        curves=LOSSY.curves,
+        curves=plain(LOSSY.curves),
     log:
         "results/logs/tables/T5.log",
     threads: 1
@@ -318,7 +322,7 @@ rule table_verdicts:
         md="results/tables/verdicts.md",
     params:
         questions=verdict_questions(),
-        curves=LOSSY.curves,
+        curves=plain(LOSSY.curves),
         margin=LOSSY.verdicts.margin,
         alpha=LOSSY.verdicts.alpha,
         power=LOSSY.verdicts.power,

@@ -1,7 +1,7 @@
 """Snakemake script: code every fitted tensor of one run with every coder -> coding.tsv
 (plus the streamed rows of the tensors without a dump, with lossless.coding.stream)."""
 
-from gradcomp.coding.registry import coder_specs
+from gradcomp.coding.registry import CoderSpec
 from gradcomp.logutil import log_to_file
 from gradcomp.lossless.code_lossless import code_lossless
 
@@ -21,7 +21,7 @@ code_lossless(
     accountings=coding["accountings"],
     scalings=coding["scalings"],
     general_purpose=coding["general_purpose"],
-    coders=coder_specs(coding),
+    coders=[CoderSpec.trusted(c) for c in sm.params.coders],  # checked by the workflow
     verify=coding["verify"],
     streamed_tsv=streamed[0] if streamed else None,
 )

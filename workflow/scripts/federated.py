@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from gradcomp.compression.specs import CheckedSpec
 from gradcomp.logutil import log_to_file
 from gradcomp.lossy.run_files import federated_stage
 
@@ -10,12 +11,13 @@ log_to_file(sm.log[0])
 federated_stage(
     Path(sm.input.data),
     dict(sm.params.settings),
-    dict(sm.params.spec),
+    CheckedSpec.trusted(sm.params.spec),  # checked when the workflow started
+    identity=dict(sm.params.identity),
     rounds_tsv=Path(sm.output.rounds),
     uplink_tsv=Path(sm.output.uplink),
     update_path=Path(sm.output.snapshot),
     kept_tsv=Path(sm.output.kept),
     warm_start=sm.input.get("warm_start"),
     threads=sm.threads,
-    device=sm.config["device"],
+    device=sm.resources.device,
 )

@@ -16,6 +16,6 @@ train_lossless(
     log_path=Path(sm.output.log_tsv),
     state_dir=Path(sm.params.state_dir),
     threads=sm.threads,
-    device=sm.config["device"],
+    device=sm.resources.device,
     coded_path=Path(coded[0]) if coded else None,
 )

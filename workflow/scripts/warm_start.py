@@ -10,5 +10,5 @@ warm_start_stage(
     dict(sm.params.settings),
     sm.output.state,
     threads=sm.threads,
-    device=sm.config["device"],
+    device=sm.resources.device,
 )

@@ -117,15 +117,12 @@ class TensorSymbols:
 class Coder:
     """A lossless coder: :meth:`encode` and its exact inverse :meth:`decode`.
 
-    Class attributes (read by the registry, T1 and L5): ``name`` (the ``coder`` column),
-    ``color`` (L5 line colour, matplotlib spec), ``in_figure`` (drawn in L5 by default),
+    Class attributes (read by the registry and T1): ``name`` (the ``coder`` column),
     ``raw_signs`` (the payload holds one raw sign bit per non-zero entry, which the ``slip``
     accounting re-charges as one per magnitude symbol). Options are constructor keywords.
     """
 
     name: ClassVar[str] = ""
-    color: ClassVar[str] = "0.5"
-    in_figure: ClassVar[bool] = False
     raw_signs: ClassVar[bool] = False
     needs: ClassVar[tuple[str, ...]] = ()  # families whose fits the coder reads
 
@@ -143,8 +140,6 @@ class Bound:
     :meth:`bits` returns bits (float)."""
 
     name: ClassVar[str] = ""
-    color: ClassVar[str] = "0.5"
-    in_figure: ClassVar[bool] = False
     raw_signs: ClassVar[bool] = False
     needs: ClassVar[tuple[str, ...]] = ()
 

@@ -36,7 +36,7 @@ from gradcomp.coding.context import (
     sign_states,
 )
 from gradcomp.coding.counts import SymbolCounts, entropy_from_counts
-from gradcomp.coding.iid_coders import FAMILY_COLORS, model_pmf_of, write_fit
+from gradcomp.coding.iid_coders import model_pmf_of, write_fit
 
 __all__ = [
     "ChannelEntropy",
@@ -63,8 +63,6 @@ class _CountedBound(Bound):
 
 class Entropy(_CountedBound):
     name = "entropy"
-    color = "k"
-    in_figure = True
 
     def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:
         return entropy_from_counts(c.magnitudes) + c.n_nonzero, 0
@@ -72,8 +70,6 @@ class Entropy(_CountedBound):
 
 class ChannelEntropy(_CountedBound):
     name = "entropy_channel"
-    color = "purple"  # its coder, ans_gennorm_channel, is C6 (pink)
-    in_figure = True
 
     def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:
         return entropy_from_counts(c.rows) + c.n_nonzero, 0
@@ -81,8 +77,6 @@ class ChannelEntropy(_CountedBound):
 
 class ContextEntropy(Bound):
     name = "entropy_context"
-    color = "teal"  # its coder, ans_context, is C9 (cyan)
-    in_figure = True
 
     def bits(self, x: TensorSymbols) -> float:
         m, ctx, signs, sign_ctx = _context_streams(x)
@@ -120,7 +114,6 @@ def kt_bits(symbols: np.ndarray, context: np.ndarray, alphabet: int) -> float:
 
 class KTContextBits(Bound):
     name = "kt_context"
-    color = "darkcyan"
 
     def bits(self, x: TensorSymbols) -> float:
         m, ctx, signs, sign_ctx = _context_streams(x)
@@ -131,7 +124,6 @@ class CrossEntropy(_CountedBound):
     def __init__(self, family: str = "gennorm") -> None:
         self.family = family
         self.name = f"xent_{family}"
-        self.color = FAMILY_COLORS.get(family, "0.5")
         self.needs = (family,)
 
     def counted_bits(self, c: SymbolCounts) -> tuple[float, int]:

@@ -111,8 +111,6 @@ class BytesCoder(Coder):
         if method not in _METHODS:
             raise ValueError(f"unknown method {method!r}; expected one of {sorted(_METHODS)}")
         self.method = self.name = method
-        self.color = "C5" if method == "zstd" else "0.4"
-        self.in_figure = method == "zstd"
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         return Bitstream(side=(), payload=(_METHODS[self.method][0](_bytes_of(x)),), shape=x.shape)
@@ -125,8 +123,6 @@ class Lz78Size(Bound):
     """LZ78 code length of the FP8 bytes (paper L's baseline; :func:`lz78_bits`)."""
 
     name = "lz78"
-    color = "C1"
-    in_figure = True
 
     def bits(self, x: TensorSymbols) -> float:
         return float(lz78_bits(_bytes_of(x)))
@@ -137,7 +133,6 @@ class ShuffledLzmaSize(Bound):
     dependence removed, their histogram kept."""
 
     name = "lzma_shuffled"
-    color = "0.7"
 
     def bits(self, x: TensorSymbols) -> float:
         data = np.frombuffer(_bytes_of(x), dtype=np.uint8)

@@ -289,8 +289,6 @@ class CMCoder(Coder):
     """Context-mixing binary arithmetic coder of one tensor; see the module docstring."""
 
     name = "cm_context"
-    color = "darkred"
-    in_figure = True
     # the message coder of this kind, one tensor a message
     encode_message = staticmethod(encode_message)
     decode_message = staticmethod(decode_message)

@@ -253,6 +253,5 @@ class CMFastCoder(CMCoder):
     docstring."""
 
     name = "cm_fast"
-    color = "firebrick"
     encode_message = staticmethod(encode_message)
     decode_message = staticmethod(decode_message)

@@ -298,8 +298,6 @@ class ContextCoder(Coder):
     """Adaptive context ANS (constriction); see the module docstring."""
 
     name = "ans_context"
-    color = "C9"
-    in_figure = True
 
     def __init__(self, context: str = "auto") -> None:
         if context != "auto" and context not in CONTEXTS:

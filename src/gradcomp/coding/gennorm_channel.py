@@ -81,8 +81,6 @@ class GenNormChannelCoder(Coder):
     """Per-channel GenNorm, ANS (constriction). See the module docstring for the stream."""
 
     name = "ans_gennorm_channel"
-    color = "C6"
-    in_figure = True
     raw_signs = True
 
     def choose(self, mags: np.ndarray, grid: GridQuantizer) -> tuple[int, int, np.ndarray]:

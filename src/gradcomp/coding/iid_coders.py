@@ -29,7 +29,7 @@ from gradcomp.coding.counts import SymbolCounts
 from gradcomp.coding.elias import BitReader, pack_fields
 from gradcomp.coding.huffman import HuffmanCode, huffman_lengths
 from gradcomp.coding.pmf import floor_and_renormalise, model_magnitude_pmf
-from gradcomp.distributions import FittedDistribution
+from gradcomp.distributions import FAMILIES, FittedDistribution
 from gradcomp.quantization.grids import GridQuantizer
 
 __all__ = ["AnsModelCoder", "HuffmanEmpiricalCoder", "HuffmanModelCoder", "model_pmf_of"]
@@ -39,7 +39,6 @@ CACHED = 64
 ANS_PRECISION = 24  # bits of constriction's fixed-point probabilities (its default coder)
 _pmfs: dict[tuple, np.ndarray] = {}
 _sides: dict[tuple, tuple] = {}
-FAMILY_COLORS = {"norm": "C0", "laplace": "C2", "gennorm": "C3", "dweibull": "C4"}
 
 
 def param_names(family: str) -> list[str]:
@@ -112,8 +111,8 @@ class _ModelCoder(Coder):
     raw_signs = True
 
     def __init__(self, family: str = "gennorm") -> None:
-        if family not in FAMILY_COLORS:
-            raise ValueError(f"unknown family {family!r}; expected one of {sorted(FAMILY_COLORS)}")
+        if family not in FAMILIES:
+            raise ValueError(f"unknown family {family!r}; expected one of {sorted(FAMILIES)}")
         self.family = family
         self.needs = (family,)
 
@@ -129,8 +128,6 @@ class HuffmanModelCoder(_ModelCoder):
     def __init__(self, family: str = "gennorm") -> None:
         super().__init__(family)
         self.name = f"huffman_{family}"
-        self.color = FAMILY_COLORS[family]
-        self.in_figure = family in ("gennorm", "norm", "laplace")
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         side, fitted = write_fit(self._fit(x))
@@ -157,7 +154,6 @@ class AnsModelCoder(_ModelCoder):
     def __init__(self, family: str = "gennorm") -> None:
         super().__init__(family)
         self.name = f"ans_{family}"
-        self.color = "C8" if family == "gennorm" else FAMILY_COLORS[family]
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         side, fitted = write_fit(self._fit(x))
@@ -196,8 +192,6 @@ class HuffmanEmpiricalCoder(Coder):
     (:meth:`HuffmanCode.side_info_bits`: 8 + K codeword lengths) is the side information."""
 
     name = "huffman_empirical"
-    color = "C7"
-    in_figure = True
     raw_signs = True
 
     def encode(self, x: TensorSymbols) -> Bitstream:

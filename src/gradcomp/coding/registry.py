@@ -1,8 +1,8 @@
-"""The coder registry: name -> coder (or bound) class and options, and the config entries of
-``lossless.coding.coders`` (built-in names, or a user's class).
+"""The coder registry: name -> coder (or bound) class and options, and coder entries (built-in
+names, or a user's class) turned into :class:`CoderSpec` by :func:`coder_specs`.
 
 An entry is a built-in name (``"ans_context"``, ``"huffman_gennorm"``, ...) or a mapping
-``{name: ..., class: "package.module:Class", options: {...}, color: ..., figure: ...}``. A
+``{name: ..., class: "package.module:Class", options: {...}}``. A
 user's class subclasses :class:`~gradcomp.coding.base.Coder` in spirit: it has ``encode(x)
 -> Bitstream`` and ``decode(stream, grid, fits) -> symbols`` (a coder), or ``bits(x)`` (a
 bound); it is built as ``Class(**options)``. Adding a built-in coder: one module and one line
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from gradcomp.coding.base import Bound, Coder
@@ -33,20 +34,42 @@ from gradcomp.coding.iid_coders import AnsModelCoder, HuffmanEmpiricalCoder, Huf
 from gradcomp.coding.zpaq import ZpaqSize
 from gradcomp.plugins import check_constructor, import_class
 
-__all__ = ["CoderSpec", "builtin_specs", "coder_specs"]
+__all__ = ["CoderEntryError", "CoderSpec", "builtin_specs", "coder_specs"]
 
-KEY = "lossless.coding.coders"
+
+class CoderEntryError(ValueError):
+    """A bad coder entry: ``index`` in the list (None: the list as a whole), ``key`` within
+    the entry ("" for the entry itself), and what is wrong."""
+
+    def __init__(self, index: int | None, key: str, message: str):
+        self.index, self.key, self.message = index, key, message
+        super().__init__(f"coder entry {index} {key}: {message}" if index is not None else message)
 
 
 @dataclass(frozen=True)
 class CoderSpec:
-    """How to build one coder: ``cls(**options)``; ``color`` and ``figure`` for L5."""
+    """How to build one coder: ``cls(**options)``, named ``name``."""
 
     name: str
     cls: type
     options: Mapping[str, Any] = field(default_factory=dict)
-    color: str = "0.5"
-    figure: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+    def __reduce__(self):
+        return (CoderSpec, (self.name, self.cls, dict(self.options)))
+
+    @classmethod
+    def trusted(cls, plain: Mapping[str, Any]) -> CoderSpec:
+        """The spec of :meth:`plain`'s dict (a workflow job's param, checked when the workflow
+        started): the class imported, its options not checked again."""
+        return cls(plain["name"], import_class(plain["class"]), dict(plain["options"]))
+
+    def plain(self) -> dict[str, Any]:
+        """Plain data (name, ``"module:Class"``, options) that :meth:`trusted` turns back."""
+        path = f"{self.cls.__module__}:{self.cls.__qualname__}"
+        return {"name": self.name, "class": path, "options": dict(self.options)}
 
     def build(self) -> Coder | Bound:
         coder = self.cls(**self.options)
@@ -59,8 +82,7 @@ class CoderSpec:
 
 
 def _spec(cls: type, **options: Any) -> CoderSpec:
-    coder = cls(**options)
-    return CoderSpec(coder.name, cls, options, coder.color, coder.in_figure)
+    return CoderSpec(cls(**options).name, cls, options)
 
 
 def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> dict[str, CoderSpec]:
@@ -88,26 +110,25 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
     return {s.name: s for s in specs}
 
 
-def _user_spec(entry: Mapping[str, Any], where: str) -> CoderSpec:
-    unknown = set(entry) - {"name", "class", "options", "color", "figure"}
+def _user_spec(i: int, entry: Mapping[str, Any]) -> CoderSpec:
+    unknown = set(entry) - {"name", "class", "options"}
     if unknown:
-        raise ValueError(f"config key '{where}': unknown keys {sorted(unknown)}")
+        raise CoderEntryError(i, "", f"unknown keys {sorted(unknown)}")
     name, path = entry.get("name"), entry.get("class")
     if not isinstance(name, str) or not name:
-        raise ValueError(f"config key '{where}.name': a coder entry needs a name")
+        raise CoderEntryError(i, "name", "a coder entry needs a name")
     if path is None:
-        raise ValueError(f"config key '{where}.class': a coder entry needs a class")
+        raise CoderEntryError(i, "class", "a coder entry needs a class")
     try:
         cls = _load(path)
     except ValueError as exc:
-        raise ValueError(f"config key '{where}.class': {exc}") from None
+        raise CoderEntryError(i, "class", str(exc)) from None
     options = dict(entry.get("options") or {})
     try:
         check_constructor(cls, options)
     except ValueError as exc:
-        raise ValueError(f"config key '{where}.options': {exc}") from None
-    color, figure = str(entry.get("color", "0.3")), bool(entry.get("figure", True))
-    return CoderSpec(name, cls, options, color, figure)
+        raise CoderEntryError(i, "options", str(exc)) from None
+    return CoderSpec(name, cls, options)
 
 
 def _load(path: str) -> type:
@@ -119,30 +140,29 @@ def _load(path: str) -> type:
     return cls
 
 
-def coder_specs(coding: Mapping[str, Any]) -> list[CoderSpec]:
-    """The checked coders of a ``lossless.coding`` config section, in its order; ValueError
-    naming the key (``lossless.coding.coders.<i>``) on a bad entry."""
-    families = list(coding.get("families", ("gennorm", "norm", "laplace")))
-    builtin = builtin_specs(families)
-    entries = coding.get("coders")
+def coder_specs(
+    entries: Sequence[Any] | None, families: Sequence[str] = ("gennorm", "norm", "laplace")
+) -> list[CoderSpec]:
+    """The checked coders of ``entries`` (built-in names or mappings), in order; None: every
+    built-in for the fitted ``families``. :class:`CoderEntryError` on a bad entry."""
+    builtin = builtin_specs(list(families))
     if entries is None:
         return list(builtin.values())
     out: list[CoderSpec] = []
     for i, entry in enumerate(entries):
-        where = f"{KEY}.{i}"
         if isinstance(entry, str):
             if entry not in builtin:
-                raise ValueError(
-                    f"config key '{where}': unknown coder {entry!r} (built-in: "
-                    f"{', '.join(builtin)}; or give a mapping with a class)"
-                )
+                raise CoderEntryError(
+                    i, "", f"unknown coder {entry!r} (built-in: {', '.join(builtin)}; or give "
+                    "a mapping with a class)",
+                )  # fmt: skip
             out.append(builtin[entry])
         elif isinstance(entry, Mapping):
-            out.append(_user_spec(entry, where))
+            out.append(_user_spec(i, entry))
         else:
-            raise ValueError(f"config key '{where}': a coder name or a mapping, got {entry!r}")
+            raise CoderEntryError(i, "", f"a coder name or a mapping, got {entry!r}")
     names = [s.name for s in out]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
-        raise ValueError(f"config key '{KEY}': coders named twice: {duplicated}")
+        raise CoderEntryError(None, "", f"coders named twice: {duplicated}")
     return out

@@ -55,7 +55,6 @@ class ZpaqSize(Bound):
     """zpaq -m5 archive of the tensor's FP8 bytes; see the module docstring."""
 
     name = "zpaq"
-    color = "0.2"
 
     def bits(self, x: TensorSymbols) -> float:
         return zpaq_bits(fp8_bytes(x.grid.decode(x.symbols), x.grid))

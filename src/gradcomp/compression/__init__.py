@@ -26,7 +26,7 @@ The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
 through :mod:`~gradcomp.compression.user_compressors`.
 """
 
-from gradcomp.compression.entries import Variant, compressor_variants, entry_kind
+from gradcomp.compression.entries import EntryError, Variant, entry_kind, expand_entries
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, LloydQuantizer
@@ -47,6 +47,7 @@ from gradcomp.compression.scaled_sign import ScaledSign
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.specs import (
     UPDATE_COMPRESSORS,
+    CheckedSpec,
     SpecError,
     build_compressor,
     check_spec,
@@ -90,6 +91,8 @@ __all__ = [
     "RateBreakdown",
     "ResidualMemory",
     "ScaledSign",
+    "CheckedSpec",
+    "EntryError",
     "SpecError",
     "TensorCompressor",
     "TensorCtx",
@@ -102,9 +105,9 @@ __all__ = [
     "Variant",
     "build_compressor",
     "check_spec",
-    "compressor_variants",
     "elias_gamma_bits",
     "entry_kind",
+    "expand_entries",
     "make_quantizer",
     "variant_label",
     "position_code_bits",

@@ -1,60 +1,56 @@
-"""Config entries: an item of ``lossy.compressors`` describes a compressor over several rates
-and M values; :func:`compressor_variants` expands the entries into one checked spec
+"""Compressor entries: an entry describes a compressor over several rates and M values;
+:func:`expand_entries` expands a list of entries into one checked spec
 (:func:`gradcomp.compression.specs.check_spec`) per (name, rate, M), a :class:`Variant`,
 and :func:`variant_label` names each variant (``{name}/R{rate}_M{M}``: its run folder and
 its label in tables), the one place that label is built.
 
-A config entry takes ``name``, ``curve`` (the rate curve its variants join, default the
+An entry takes ``name``, ``curve`` (the rate curve its variants join, default the
 name), ``quantizer``, ``compressor``, ``class``, ``family``,
 ``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback``, ``memory_mode``, ``memory_decay``,
 ``min_entries``, ``states`` and the option keys of :mod:`gradcomp.compression.specs`, and the
 lists ``rates`` and ``M`` (default ``[0]``; integers, as they name the runs) whose product
-gives the variants; the other spec keys that its kind takes come from the ``lossy`` section.
-A ``class`` entry's keys other than ``name``, ``class``, ``rates`` and ``M`` are its
-``options``; without ``rates`` its variant has rate 0 (path
-``R0``) and no ``rate`` keyword.
+gives the variants; the spec keys of ``defaults`` that its kind takes fill what it does not
+set. A ``class`` entry's keys other than ``name``, ``class``, ``rates`` and ``M`` are its
+``options``; without ``rates`` its variant has rate 0 (path ``R0``) and no ``rate`` keyword.
+
+Bad entries raise :class:`EntryError`, whose problems name the entry's index and key (the
+workflow's study turns them into messages naming the config key).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
 from gradcomp.compression.specs import (
     OPTION_KEYS,
     SOURCE_KEYS,
-    VARIANT_LABEL,
+    CheckedSpec,
     SpecError,
     check_spec,
     is_number,
     variant_label,
 )
-from gradcomp.errors import ConfigError
 
 __all__ = [
     "ENTRY_KEYS",
-    "LOSSY_DEFAULTS",
-    "VARIANT_LABEL",
+    "EntryError",
+    "EntryProblem",
     "Variant",
-    "compressor_variants",
     "entry_kind",
+    "expand_entries",
     "variant_label",
 ]
 
-#: Keys of a ``lossy.compressors`` entry; ``rates`` and ``M`` are lists there.
+#: Keys of a compressor entry; ``rates`` and ``M`` are lists there.
 ENTRY_KEYS = (
     "name", "curve", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
     "sparsifier", "topk", "topk_budget_percent", "error_feedback", "memory_mode", "memory_decay",
     "min_entries", "states", *OPTION_KEYS,
-)  # fmt: skip
-#: Keys an entry takes over from the ``lossy`` section unless it sets them itself.
-LOSSY_DEFAULTS = (
-    "topk", "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip",
-    "lloyd_fit",
 )  # fmt: skip
 _NAME = re.compile(r"^[a-z][a-z0-9]*$")
 
@@ -66,7 +62,7 @@ class Variant:
     name: str
     rate: int
     M: int
-    spec: dict[str, Any]
+    spec: CheckedSpec
     #: the rate curve the variant joins (the entry's ``curve``, default its name)
     curve: str = ""
 
@@ -87,65 +83,87 @@ def entry_kind(entry: Mapping[str, Any]) -> str:
     return entry.get("quantizer") or entry.get("compressor") or ""
 
 
-def _kind_keys(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ``lossy`` section keys that the entry's kind takes over (see LOSSY_DEFAULTS)."""
+class EntryProblem(NamedTuple):
+    """What is wrong with entry ``index``: its ``key`` ("" for the entry as a whole), or a key
+    of ``defaults`` it took over (``inherited``)."""
+
+    index: int
+    key: str
+    message: str
+    inherited: bool = False
+
+
+class EntryError(ValueError):
+    """Bad compressor entries; ``problems`` lists every one found."""
+
+    def __init__(self, problems: Sequence[EntryProblem]):
+        self.problems = list(problems)
+        super().__init__("; ".join(f"entry {p.index} {p.key}: {p.message}" for p in problems))
+
+
+def _kind_defaults(entry: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``defaults`` that the entry's kind takes (all of them for a quantizer kind,
+    none for a user's class)."""
     if "class" in entry:
-        return ()
+        return {}
     cls = UPDATE_COMPRESSORS.get(entry.get("compressor"))
     if cls is None:
-        return LOSSY_DEFAULTS
+        return dict(defaults)
     takes = (*cls.spec_keys, *getattr(cls, "options", {}))
-    return tuple(k for k in LOSSY_DEFAULTS if k in takes)
+    return {k: v for k, v in defaults.items() if k in takes}
 
 
-def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[str], list[Variant]]:
-    where = f"lossy.compressors.{i}"
+def _entry_problems(
+    i: int, entry: Any, defaults: Mapping[str, Any]
+) -> tuple[list[EntryProblem], list[Variant]]:
     if not isinstance(entry, Mapping):
-        return [f"config key '{where}': must be a mapping, got {entry!r}"], []
+        return [EntryProblem(i, "", f"must be a mapping, got {entry!r}")], []
     user = "class" in entry  # a user class: the other keys are its options
-    errors = [
-        f"config key '{where}.{key}': unknown key; allowed keys are {', '.join(ENTRY_KEYS)}"
+    problems = [
+        EntryProblem(i, key, f"unknown key; allowed keys are {', '.join(ENTRY_KEYS)}")
         for key in entry
         if key not in ENTRY_KEYS and not user
     ]
     name = entry.get("name")
     if not (isinstance(name, str) and _NAME.match(name)):
-        errors.append(f"config key '{where}.name': {name!r} is not lowercase letters and digits")
+        problems.append(EntryProblem(i, "name", f"{name!r} is not lowercase letters and digits"))
     given = [k for k in SOURCE_KEYS if k in entry]
     if len(given) != 1:
-        errors.append(f"config key '{where}': give exactly one of {', '.join(SOURCE_KEYS)}")
+        problems.append(EntryProblem(i, "", f"give exactly one of {', '.join(SOURCE_KEYS)}"))
     kind = entry.get("quantizer")
     cls = QUANTIZERS.get(kind)
     if "quantizer" in entry and cls is None:
-        errors.append(f"config key '{where}.quantizer': {kind!r} is not one of {tuple(QUANTIZERS)}")
+        problems.append(EntryProblem(i, "quantizer", f"{kind!r} is not one of {tuple(QUANTIZERS)}"))
     if "compressor" in entry and entry["compressor"] not in UPDATE_COMPRESSORS:
-        errors.append(
-            f"config key '{where}.compressor': {entry['compressor']!r} is not one of "
-            f"{tuple(UPDATE_COMPRESSORS)}"
-        )
+        problems.append(
+            EntryProblem(
+                i, "compressor",
+                f"{entry['compressor']!r} is not one of {tuple(UPDATE_COMPRESSORS)}",
+            )
+        )  # fmt: skip
     lists = {}
     for key, default in (("rates", [None] if user else None), ("M", [None] if user else [0])):
         value = entry.get(key, default)
         if key == "rates" and cls is not None and cls.fixed_rate is not None:
             if value is not None:
-                errors.append(f"config key '{where}.rates': {kind} has a fixed rate, give none")
+                problems.append(EntryProblem(i, "rates", f"{kind} has a fixed rate, give none"))
             value = [cls.fixed_rate]
         if not (isinstance(value, list) and value and len(set(map(str, value))) == len(value)):
-            errors.append(f"config key '{where}.{key}': needs a non-empty list of distinct values")
+            problems.append(EntryProblem(i, key, "needs a non-empty list of distinct values"))
             value = []
         lists[key] = value
-    errors += [
-        f"config key '{where}.M': {M!r} is not an integer (M names the run, R{{rate}}_M{{M}})"
+    problems += [
+        EntryProblem(i, "M", f"{M!r} is not an integer (M names the run, R{{rate}}_M{{M}})")
         for M in lists["M"]
         if M is not None and not (is_number(M) and math.isfinite(M) and float(M).is_integer())
     ]
-    if errors:
-        return errors, []
-    defaults = {k: lossy.get(k) for k in _kind_keys(entry)}
+    if problems:
+        return problems, []
+    inherited = _kind_defaults(entry, defaults)
     fields = {k: v for k, v in entry.items() if k not in ("rates", "M", "curve")}
     curve = entry.get("curve", name)
     if not (isinstance(curve, str) and _NAME.match(curve)):
-        return [f"config key '{where}.curve': {curve!r} is not lowercase letters and digits"], []
+        return [EntryProblem(i, "curve", f"{curve!r} is not lowercase letters and digits")], []
     if user:
         fields = {"name": name, "class": entry["class"]}
         fields["options"] = {
@@ -154,35 +172,33 @@ def _entry_errors(i: int, entry: Any, lossy: Mapping[str, Any]) -> tuple[list[st
     variants = []
     for rate in lists["rates"]:
         for M in lists["M"]:
-            spec = {**defaults, **fields, "rate": rate, "M": M}
             try:
-                check_spec(spec)
+                spec = check_spec({**inherited, **fields, "rate": rate, "M": M})
             except SpecError as err:
                 key = {"rate": "rates", "options": "class"}.get(err.key, err.key)
-                if key not in entry and key in LOSSY_DEFAULTS:
-                    key = f"lossy.{key}"
-                else:
-                    key = f"{where}.{key}"
-                return [f"config key '{key}': {err.message}"], []
+                from_defaults = key not in entry and key in inherited
+                return [EntryProblem(i, key, err.message, from_defaults)], []
             variants.append(Variant(name, int(rate or 0), int(M or 0), spec, curve))
     return [], variants
 
 
-def compressor_variants(lossy: Mapping[str, Any]) -> list[Variant]:
-    """Every (name, rate, M) of ``lossy["compressors"]``, each with its checked spec.
+def expand_entries(
+    entries: Sequence[Any], defaults: Mapping[str, Any] | None = None
+) -> list[Variant]:
+    """Every (name, rate, M) of compressor ``entries``, each with its checked spec, in order;
+    ``defaults``: spec keys an entry's kind takes over where the entry does not set them.
 
-    Raises :class:`gradcomp.errors.ConfigError` listing every bad entry, with the config key
-    at fault (e.g. ``config key 'lossy.compressors.2.rates': ...``).
+    Raises :class:`EntryError` listing every bad entry (its index and key).
     """
-    errors, variants, names = [], [], set()
-    for i, entry in enumerate(lossy.get("compressors", [])):
-        errs, found = _entry_errors(i, entry, lossy)
-        errors += errs
-        variants += found
+    problems, variants, names = [], [], set()
+    for i, entry in enumerate(entries):
+        found, expanded = _entry_problems(i, entry, defaults or {})
+        problems += found
+        variants += expanded
         name = entry.get("name") if isinstance(entry, Mapping) else None
         if name in names:
-            errors.append(f"config key 'lossy.compressors.{i}.name': {name!r} is used twice")
+            problems.append(EntryProblem(i, "name", f"{name!r} is used twice"))
         names.add(name)
-    if errors:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
+    if problems:
+        raise EntryError(problems)
     return variants

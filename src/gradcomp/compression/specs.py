@@ -5,8 +5,9 @@ uses); :func:`build_compressor` turns it into a compressor object: an :class:`Up
 (memory, sparsifier, value quantizer, Huffman) for a ``quantizer`` kind, an update-level
 compressor of :data:`UPDATE_COMPRESSORS` for a ``compressor`` kind (PowerSGD), or a user's
 class for ``class`` (:mod:`~gradcomp.compression.user_compressors`).
-Both the workflow (before any job starts, with config key paths in the messages) and the
-library (on every build) go through :func:`check_spec`.
+:func:`check_spec` returns a :class:`CheckedSpec` (read-only, every key filled in), which
+:func:`build_compressor` builds without checking it again; the workflow checks every spec once,
+before any job starts, and a job rebuilds its spec with :meth:`CheckedSpec.trusted`.
 
 Spec keys (``None`` means absent):
 
@@ -54,8 +55,8 @@ Spec keys (``None`` means absent):
   refused elsewhere). ``tcq`` takes a ``family`` like ``lloyd`` and a rate in 1..8.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
-Config entries (items of ``lossy.compressors``) are expanded into specs by
-:mod:`gradcomp.compression.entries`.
+Compressor entries (one compressor over several rates and M values) are expanded into
+specs by :mod:`gradcomp.compression.entries`.
 """
 
 from __future__ import annotations
@@ -81,7 +82,6 @@ __all__ = [
     "SPEC_KEYS",
     "UPDATE_COMPRESSORS",
     "SpecError",
-    "VARIANT_LABEL",
     "build_compressor",
     "check_spec",
     "is_int",
@@ -121,6 +121,54 @@ class SpecError(ValueError):
         super().__init__(f"compressor spec key {key!r}: {message}")
 
 
+class CheckedSpec(Mapping[str, Any]):
+    """A spec that passed :func:`check_spec`: every key of :data:`SPEC_KEYS` (None where the
+    kind does not take it), read-only. Made by :func:`check_spec`, or by :meth:`trusted` from
+    the :meth:`plain` dict of one (a workflow job's param, checked when the workflow started)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any], _token: object = None):
+        if _token is not _CHECKED:
+            raise TypeError("a CheckedSpec comes from check_spec or CheckedSpec.trusted")
+        self._values = dict(values)
+
+    @classmethod
+    def trusted(cls, plain: Mapping[str, Any]) -> CheckedSpec:
+        """The spec of :meth:`plain`'s dict, not checked again (only its keys are compared)."""
+        if set(plain) != set(SPEC_KEYS):
+            raise ValueError(f"not a checked spec: keys {sorted(set(plain) ^ set(SPEC_KEYS))}")
+        return cls(plain, _CHECKED)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"CheckedSpec({self._values!r})"
+
+    def __reduce__(self):
+        return (CheckedSpec.trusted, (self._values,))
+
+    def plain(self) -> dict[str, Any]:
+        """A plain dict copy (a workflow param); :meth:`trusted` turns it back."""
+        return dict(self._values)
+
+    def with_seed(self, seed: int) -> CheckedSpec:
+        """The same spec with random draws seeded ``seed`` (an integer)."""
+        if not is_int(seed):
+            raise SpecError("seed", f"must be an integer, got {seed!r}")
+        return CheckedSpec({**self._values, "seed": int(seed)}, _CHECKED)
+
+
+_CHECKED = object()
+
+
 def is_number(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
@@ -129,13 +177,17 @@ def is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
-def check_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+def check_spec(spec: Mapping[str, Any]) -> CheckedSpec:
     """The spec with defaults filled in and the top-K fraction resolved; raises :class:`SpecError`.
 
     The result has every key of :data:`SPEC_KEYS` (None where the kind does not take it);
     ``topk`` is the keep fraction actually used (``topk_budget_percent`` applied) or None when
     ``sparsifier`` is ``"none"``.
     """
+    return CheckedSpec(_checked(spec), _CHECKED)
+
+
+def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise TypeError("compressor spec must be a mapping")
     for key in spec:
@@ -344,13 +396,14 @@ def build_compressor(
     fit_fn: Callable[..., Any] | None = None,
     entropy_coder: Callable[[np.ndarray], Any] | None = None,
 ) -> Any:
-    """The compressor of a spec (see the module doc); raises :class:`SpecError`.
+    """The compressor of a spec (see the module doc); raises :class:`SpecError`. A
+    :class:`CheckedSpec` is built as it is, any other mapping is checked first.
 
     An :class:`UpdateCompressor` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
     else the quantizer's own ``entropy_coder`` method if it has one, else Huffman), else the
     update-level kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
     """
-    s = check_spec(spec)
+    s = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
     if s["compressor"] is not None:
         return UPDATE_COMPRESSORS[s["compressor"]].from_spec(s)
     if s["class"] is not None:
@@ -374,10 +427,7 @@ def build_compressor(
     )
 
 
-#: A variant label (:func:`variant_label`) as a regex, groups ``compressor``, ``rate``, ``M``.
-VARIANT_LABEL = r"(?P<compressor>[^/]+)/R(?P<rate>\d+)_M(?P<M>\d+)"
-
-
 def variant_label(name: str, rate: int, M: int) -> str:
-    """``{name}/R{rate}_M{M}``, matched by :data:`VARIANT_LABEL`."""
+    """``{name}/R{rate}_M{M}``: a run's folder and a variant's label for people (tables carry
+    the name, rate and M as columns; nothing parses a label back)."""
     return f"{name}/R{rate}_M{M}"

@@ -15,6 +15,7 @@ import pandas as pd
 
 from gradcomp import plots
 from gradcomp.artifacts import read_tables
+from gradcomp.coding.registry import builtin_specs
 from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.positions import read_with_positions
@@ -131,7 +132,8 @@ def figure_l5(
     its runs and epochs.
     """
     if coders is None:
-        coders = lplots.CODER_COLORS
+        names = builtin_specs().keys()
+        coders = {n: lplots.CODER_COLORS[n] for n in names if n in lplots.CODER_COLORS}
     positions = read_tables([positions_tsv])[["model", "tensor", "position"]]
     # one run's coding.tsv at a time (a paper-scale run's has ~10^6 rows): its lines and
     # the entry counts of the panel titles, for every scaling

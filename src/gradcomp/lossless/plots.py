@@ -2,12 +2,12 @@
 (L3) and the GenNorm parameters per epoch (L4). Each takes data already loaded and writes
 one figure with :func:`gradcomp.plots.save_figure`, its legend outside the panels. A family
 has the same colour in every L figure (:data:`FAMILY_COLORS`; in L5 the Huffman code
-designed from it, :data:`CODER_COLORS`, from the coder registry).
+designed from it, :data:`CODER_COLORS`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -15,8 +15,6 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from gradcomp.coding.iid_coders import FAMILY_COLORS
-from gradcomp.coding.registry import CoderSpec, builtin_specs
 from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.lossless.positions import POSITIONS
 from gradcomp.plots import legend_outside, save_figure, set_theme
@@ -27,16 +25,23 @@ FAMILY_LABELS = {
     "gennorm": "GenNorm",
     "dweibull": "double Weibull",
 }
-
-
-def l5_palette(specs: Iterable[CoderSpec]) -> dict[str, str]:
-    """Name -> colour of the coders L5 draws (those with ``figure`` set), in ``specs`` order."""
-    return {s.name: s.color for s in specs if s.figure}
-
-
-#: L5's default coders and their colours, from the coder registry (a model-designed code
-#: in its family's colour; the workflow passes the configured coders instead).
-CODER_COLORS = l5_palette(builtin_specs().values())
+FAMILY_COLORS = {"norm": "C0", "laplace": "C2", "gennorm": "C3", "dweibull": "C4"}
+#: The built-in coders L5 draws and their colours, in the registry's order (a code designed
+#: from a fitted family in the family's colour; a bound near its coder's colour); the
+#: workflow draws the configured ones among them, and a user's coders with their own colours.
+CODER_COLORS = {
+    "lz78": "C1",
+    "zstd": "C5",
+    **{f"huffman_{f}": FAMILY_COLORS[f] for f in ("norm", "laplace", "gennorm")},
+    "huffman_empirical": "C7",
+    "entropy": "k",
+    "ans_gennorm_channel": "C6",
+    "entropy_channel": "purple",
+    "ans_context": "C9",
+    "entropy_context": "teal",
+    "cm_context": "darkred",
+    "cm_fast": "firebrick",
+}
 #: L4's tensor positions, in colours no family uses.
 POSITION_COLORS = {"lower": "C8", "middle": "C5", "upper": "C9"}
 

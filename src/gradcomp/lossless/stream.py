@@ -33,7 +33,7 @@ import json
 import multiprocessing
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,41 +43,25 @@ import torch
 
 from gradcomp.artifacts import write_tsv
 from gradcomp.coding.base import as_rows
-from gradcomp.coding.registry import coder_specs
+from gradcomp.coding.registry import CoderSpec, coder_specs
 from gradcomp.distributions import GradientDataError, check_gradient, fit_all
 from gradcomp.lossless.code_lossless import ACCOUNTINGS, CODING_COLUMNS, code_values, coding_table
 from gradcomp.lossless.fit_lossless import fitted_from_row
 
-__all__ = ["GradientStreamer", "StreamSettings", "stream_enabled", "write_streamed"]
+__all__ = ["SAMPLE", "GradientStreamer", "StreamSettings", "write_streamed"]
 
-KEY = "lossless.coding.stream"
-KEY_SAMPLE = "lossless.coding.sample"
-#: the schema's default of ``lossless.coding.sample``: every coder's bitstream for one
-#: tensor (the model's first) of epoch 1; the other rows from the counts
+#: The default sample: every coder's bitstream for one tensor (the model's first) of epoch 1;
+#: the other rows from the counts.
 SAMPLE: dict[str, Any] = {"tensors": 1, "epochs": (1,)}
-
-
-def stream_enabled(lossless: Mapping[str, Any], model: str) -> bool:
-    """Whether ``model``'s training job codes every tensor itself (the ``lossless`` config
-    section's ``coding.stream``; ``auto``: when ``dump_tensors`` restricts the model's dumps).
-    ValueError naming the key on another value."""
-    mode = lossless.get("coding", {}).get("stream", "auto")
-    if not (mode == "auto" or isinstance(mode, bool)):
-        raise ValueError(f"config key '{KEY}': {mode!r}; expected auto, true or false")
-    if mode != "auto":
-        return bool(mode)
-    patterns = (lossless.get("dump_tensors") or {}).get(model)
-    return patterns is not None and "*" not in patterns
 
 
 @dataclass(frozen=True)
 class StreamSettings:
-    """What decides the streamed rows: ``lossless.coding``'s ``families``, ``grid``,
-    ``kinds``, ``accountings``, ``scalings``, ``general_purpose``, ``coders`` (config
-    entries; None: every built-in), ``verify`` and ``sample`` (``sample_tensors``,
-    ``sample_epochs``: :meth:`sampled`), and ``lossless.fit``'s ``floc``, ``zero_atom``
-    and ``skip_below`` (tensors with fewer entries are not coded, as they are not
-    fitted)."""
+    """What decides the streamed rows: the coding's ``families``, ``grid``, ``kinds``,
+    ``accountings``, ``scalings``, ``general_purpose``, ``coders`` (checked specs; None:
+    every built-in), ``verify`` and ``sample`` (``sample_tensors``, ``sample_epochs``:
+    :meth:`sampled`), and the fit's ``floc``, ``zero_atom`` and ``skip_below`` (tensors with
+    fewer entries are not coded, as they are not fitted)."""
 
     families: tuple[str, ...]
     grid: str = "fp8_e5m2"
@@ -85,7 +69,7 @@ class StreamSettings:
     accountings: tuple[str, ...] = ACCOUNTINGS
     scalings: tuple[str, ...] = ("none",)
     general_purpose: bool = True
-    coders: tuple[Any, ...] | None = None
+    coders: tuple[CoderSpec, ...] | None = None
     verify: bool = False
     floc: float | None = None
     zero_atom: bool = True
@@ -100,7 +84,7 @@ class StreamSettings:
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.sample_tensors is not None and self.sample_tensors < 0:
-            raise ValueError(f"config key '{KEY_SAMPLE}.tensors': {self.sample_tensors} < 0")
+            raise ValueError(f"sample_tensors: {self.sample_tensors} < 0")
 
     def sampled(self, epoch: int, n_tensors: int) -> set[int]:
         """Which of an epoch's ``n_tensors`` coded tensors (of one kind, in the model's
@@ -115,22 +99,22 @@ class StreamSettings:
         return {round(i * (n_tensors - 1) / max(1, k - 1)) for i in range(k)}
 
     @classmethod
-    def from_config(cls, lossless: Mapping[str, Any]) -> StreamSettings:
-        """The settings of a ``lossless`` config section (its ``coding`` and ``fit``)."""
-        coding, fit = lossless["coding"], lossless["fit"]
-        sample = {**SAMPLE, **(coding.get("sample") or {})}
-        return cls(
-            families=coding["families"], grid=coding["grid"], kinds=coding["kinds"],
-            accountings=coding["accountings"], scalings=coding["scalings"],
-            general_purpose=coding["general_purpose"], coders=coding.get("coders"),
-            verify=coding["verify"], floc=fit["floc"], zero_atom=fit["zero_atom"],
-            skip_below=fit["skip_below"], sample_tensors=sample["tensors"],
-            sample_epochs=sample["epochs"],
-        )  # fmt: skip
+    def from_params(cls, params: Mapping[str, Any]) -> StreamSettings:
+        """The settings of :meth:`as_params`'s keywords (coders not checked again)."""
+        coders = params.get("coders")
+        coders = None if coders is None else tuple(map(CoderSpec.trusted, coders))
+        return cls(**{**params, "coders": coders})
 
     def as_params(self) -> dict[str, Any]:
         """Plain keywords (lists, dicts) that rebuild these settings: a workflow param."""
-        return json.loads(json.dumps(asdict(self)))
+        coders = None if self.coders is None else [c.plain() for c in self.coders]
+        plain = {f.name: getattr(self, f.name) for f in fields(self)}
+        plain["coders"] = coders
+        return json.loads(json.dumps(plain))
+
+    def coder_specs(self) -> list[CoderSpec]:
+        """The coders (every built-in for the families when ``coders`` is None)."""
+        return coder_specs(None, self.families) if self.coders is None else list(self.coders)
 
     def fingerprint(self) -> str:
         """Hash of the settings; a checkpoint resumes only with the same streamed coding."""
@@ -145,28 +129,17 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-_SPECS: dict[str, list] = {}  # settings fingerprint -> coder specs, built once per process
-
-
-def _specs(settings: StreamSettings) -> list:
-    """The settings' coder specs (building them runs every compressor once: ~0.1 s)."""
-    key = settings.fingerprint()
-    if key not in _SPECS:
-        _SPECS[key] = coder_specs(asdict(settings))
-    return _SPECS[key]
-
-
 def _code_one(job: tuple) -> list[dict[str, object]]:
     """Fit and code one tensor: the rows :func:`code_values` gives from a dump (every coder,
     or with ``streams`` false those of the counts, taken where ``tensor`` lives)."""
-    settings, label, kind, values, n_batches, streams, tensor = job
+    settings, coders, label, kind, values, n_batches, streams, tensor = job
     try:
         fits = fit_all(
             check_gradient(values, label), settings.families, floc=settings.floc,
             label=label, zero_atom=settings.zero_atom,
         )  # fmt: skip
     except GradientDataError as err:
-        raise GradientDataError(f"{err} (streamed coding, {KEY})") from err
+        raise GradientDataError(f"{err} (streamed coding)") from err
     # through a fit-table row, as code_lossless rebuilds its fits from fits.tsv
     models = {
         f: fitted_from_row(
@@ -183,7 +156,7 @@ def _code_one(job: tuple) -> list[dict[str, object]]:
     return code_values(
         coded, models, kind=kind, n_batches=n_batches, grid_name=settings.grid,
         accountings=settings.accountings, scalings=settings.scalings,
-        coders=_specs(settings), general_purpose=settings.general_purpose,
+        coders=coders, general_purpose=settings.general_purpose,
         verify=settings.verify, streams=streams,
     )  # fmt: skip
 
@@ -193,8 +166,8 @@ class GradientStreamer:
     the tensors in that many forked processes (a context manager closes them)."""
 
     def __init__(self, settings: StreamSettings, *, model: str, run: int, workers: int = 1):
-        _specs(settings)  # a bad coder entry fails now, not after an epoch
         self.settings, self.model, self.run = settings, model, run
+        self._coders = settings.coder_specs()
         self._pool: Executor | None = None
         if workers > 1:
             # fork, not spawn: a spawned worker re-runs the parent's __main__, which in a
@@ -234,8 +207,8 @@ class GradientStreamer:
                 # the counts on the tensor's device, unless a worker process takes them
                 on_device = tensor if self._pool is None and hasattr(tensor, "detach") else None
                 label = f"{self.model} run{self.run} epoch{epoch} {kind} {name}"
-                jobs.append((self.settings, label, kind, values, n_batches, i in sampled,
-                             on_device))  # fmt: skip
+                jobs.append((self.settings, self._coders, label, kind, values, n_batches,
+                             i in sampled, on_device))  # fmt: skip
                 heads.append({"model": self.model, "run": self.run, "epoch": epoch,
                               "kind": kind, "tensor": name})  # fmt: skip
         mapper = map if self._pool is None else self._pool.map

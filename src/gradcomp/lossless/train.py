@@ -368,6 +368,6 @@ def train_lossless(
         log_path=Path(log_path),
         state_dir=Path(state_dir),
         extra_metadata={"data_source": data.source},
-        stream=None if stream is None else StreamSettings(**stream),
+        stream=None if stream is None else StreamSettings.from_params(stream),
         coded_path=None if coded_path is None else Path(coded_path),
     )

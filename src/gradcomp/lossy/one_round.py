@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -47,25 +47,29 @@ log = logging.getLogger(__name__)
 __all__ = ["ONE_ROUND_COLUMNS", "one_round_stage", "one_round_study", "trajectory_seed"]
 
 ONE_ROUND_COLUMNS = (
-    "model", "warm_start", "seed", "round", "compressor", "bits_coded", "bits_fixed", "test_acc",
-    "test_loss", "start_acc", "start_loss", "exact_acc", "exact_loss", "entries",
+    "model", "warm_start", "seed", "round", "compressor", "rate", "M", "bits_coded",
+    "bits_fixed", "test_acc", "test_loss", "start_acc", "start_loss", "exact_acc", "exact_loss",
+    "entries",
 )  # fmt: skip
+#: A compressor variant's identity in the rows: (compressor name, rate, M).
+VariantKey = tuple[str, int, int]
 
 
 def one_round_study(
     data: Cifar10,
     settings: FederatedSettings,
-    make_compressors: Mapping[str, Callable[[int, int], Compressor]],
+    make_compressors: Mapping[VariantKey, Callable[[int, int], Compressor]],
     *,
-    reference: str,
+    reference: VariantKey,
     initial_state: dict | None = None,
     warm_start: int = -1,
     seed: int | None = None,
 ) -> pd.DataFrame:
     """Rows :data:`ONE_ROUND_COLUMNS`, one per round and compressor (see the module doc).
 
-    ``make_compressors``: label -> factory ``(user, round) -> compressor``, called anew for
-    every user and round; ``reference``: the label whose aggregate the trajectory follows;
+    ``make_compressors``: (compressor, rate, M) -> factory ``(user, round) -> compressor``,
+    called anew for every user and round (the key fills the rows' ``compressor``, ``rate``
+    and ``M``); ``reference``: the key whose aggregate the trajectory follows;
     ``initial_state``: the warm start's weights (default: the seeded random init);
     ``warm_start`` and ``seed``: the trajectory's names in the rows (the warm start's seed, -1
     without one; the seed nested in it, default ``settings.seed``).
@@ -102,7 +106,7 @@ def one_round_study(
             "entries": sum(t.numel() for u in updates for t in u.values()),
         }  # fmt: skip
         following = None
-        for label, make in make_compressors.items():
+        for key, make in make_compressors.items():
             sent = [
                 send(make(o.user, rnd), u, rnd=rnd, user=o.user, n_train=o.n_train)
                 for u, o in zip(updates, outcomes, strict=True)
@@ -112,14 +116,14 @@ def one_round_study(
             rows.append(
                 {
                     **head,
-                    "compressor": label,
+                    **dict(zip(("compressor", "rate", "M"), key, strict=True)),
                     "bits_coded": sum(s.row["bits_coded"] for s in sent),
                     "bits_fixed": sum(s.row["bits_fixed"] for s in sent),
                     "test_acc": acc,
                     "test_loss": loss,
                 }
             )
-            if label == reference:
+            if key == reference:
                 following = (new_state, loss, acc)
         state, start_loss, start_acc = following
         log.info(
@@ -150,9 +154,9 @@ def trajectory_seed(warm_start: int | None, seed: int) -> int:
 def one_round_stage(
     data_path,
     settings: dict[str, Any],
-    specs: Mapping[str, Mapping[str, Any]],
+    variants: Sequence[Mapping[str, Any]],
     *,
-    reference: str,
+    reference: Sequence,
     out_tsv,
     seeds,
     warm_start=None,
@@ -160,9 +164,10 @@ def one_round_stage(
     threads: int = 1,
     device: str = "cpu",
 ) -> pd.DataFrame:
-    """The ``one_round_study`` stage: :func:`one_round_study` of every compressor ``specs``
-    (label -> checked spec) for each of ``seeds`` nested in one warm start, written to
-    ``out_tsv``.
+    """The ``one_round_study`` stage: :func:`one_round_study` of every compressor variant
+    (``{"compressor", "rate", "M", "spec"}``, the spec checked here unless it is a
+    :class:`~gradcomp.compression.specs.CheckedSpec`) for each of ``seeds`` nested in one warm
+    start, written to ``out_tsv``; ``reference``: the (compressor, rate, M) followed.
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``seed``, ``threads``
     and ``device`` (the seed is each trajectory's, :func:`trajectory_seed`; threads and
@@ -173,9 +178,17 @@ def one_round_stage(
     from pathlib import Path
 
     from gradcomp.artifacts import write_tsv
+    from gradcomp.compression.specs import CheckedSpec, check_spec
     from gradcomp.data import load_cifar10
     from gradcomp.lossy.uplink import compressor_factory
     from gradcomp.lossy.warm_start import load_warm_start
+
+    specs = {
+        (v["compressor"], int(v["rate"]), int(v["M"])): (
+            v["spec"] if isinstance(v["spec"], CheckedSpec) else check_spec(v["spec"])
+        )
+        for v in variants
+    }
 
     data = load_cifar10(Path(data_path))
     initial = load_warm_start(warm_start) if warm_start else None
@@ -195,13 +208,13 @@ def one_round_stage(
             one_round_study(
                 data,
                 full,
-                {label: per_round(spec) for label, spec in specs.items()},
-                reference=reference,
+                {key: per_round(spec) for key, spec in specs.items()},
+                reference=(reference[0], int(reference[1]), int(reference[2])),
                 initial_state=initial,
                 warm_start=warm_start_seed if warm_start else -1,
                 seed=int(seed),
             )
         )
     table = pd.concat(tables, ignore_index=True)
-    write_tsv(out_tsv, table)
+    write_tsv(out_tsv, table, ONE_ROUND_COLUMNS)
     return table

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from gradcomp.lossy.run_files import run_identity
+from gradcomp.lossy.run_files import RUN_IDENTITY
 
 __all__ = ["per_bit_accuracy", "read_rounds"]
 
@@ -41,17 +41,18 @@ def per_bit_accuracy(rows: pd.DataFrame | Sequence[Mapping[str, Any]]) -> pd.Dat
 
 
 def read_rounds(paths: Sequence[str | Path], quantizers: dict[str, str]) -> pd.DataFrame:
-    """All runs' rounds with per-bit accuracy and identity columns.
+    """All runs' rounds (with their identity columns, :data:`RUN_IDENTITY`) with per-bit
+    accuracy and the ``quantizer`` column.
 
     ``quantizers`` maps compressor name -> quantizer kind (from the config).
     """
     frames = []
     for path in paths:
-        ident = run_identity(path)
-        rows = per_bit_accuracy(pd.read_csv(path, sep="\t"))
-        quantizer = quantizers.get(ident["compressor"], ident["compressor"])
-        for key, value in ident.items():
-            rows[key] = value
-        rows["quantizer"] = quantizer
+        rows = pd.read_csv(path, sep="\t")
+        missing = [c for c in RUN_IDENTITY if c not in rows.columns]
+        if missing:
+            raise ValueError(f"{path} is not a federated run's rounds table (no {missing})")
+        rows = per_bit_accuracy(rows)
+        rows["quantizer"] = rows["compressor"].map(lambda c: quantizers.get(c, c))
         frames.append(rows)
     return pd.concat(frames, ignore_index=True)

@@ -1,17 +1,15 @@
-"""Files of one federated run: round, uplink and kept tables, the last-round update snapshot,
-and the run's identity read back from its path
-``results/lossy/{model}/{compressor}/R{rate}_M{m}/seed{seed}/<file>``."""
+"""Files of one federated run: round, uplink and kept tables, each with the run's identity
+as its first columns (:data:`RUN_IDENTITY`), and the last-round update snapshot."""
 
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 
 from gradcomp.artifacts import atomic_path, write_tsv
-from gradcomp.compression.specs import VARIANT_LABEL
 from gradcomp.lossy.federated import (
     KEPT_COLUMNS,
     ROUND_COLUMNS,
@@ -22,33 +20,31 @@ from gradcomp.lossy.federated import (
 )
 from gradcomp.lossy.uplink import compressor_factory
 
-__all__ = ["federated_stage", "read_snapshot", "run_identity", "save_snapshot", "write_rounds"]
+__all__ = ["RUN_IDENTITY", "federated_stage", "read_snapshot", "save_snapshot", "write_rounds"]
 
 SNAPSHOT_PARTS = ("before", "after", "kept")
-RUN_PATTERN = re.compile(rf"(?P<model>[^/]+)/{VARIANT_LABEL}/seed(?P<seed>\d+)/[^/]+$")
-
-
-def run_identity(path: str | Path) -> dict[str, object]:
-    """(model, compressor, rate, M, seed) of a federated run's file path."""
-    match = RUN_PATTERN.search(Path(path).as_posix())
-    if match is None:
-        raise ValueError(
-            f"{path} is not a federated run's file "
-            "(.../{model}/{compressor}/R{rate}_M{m}/seed{seed}/...)"
-        )
-    ident = match.groupdict()
-    return {**ident, "rate": int(ident["rate"]), "M": int(ident["M"]), "seed": int(ident["seed"])}
+#: The identity columns that lead every table of a federated run (warm start: its seed, -1
+#: for a run from scratch).
+RUN_IDENTITY = ("model", "compressor", "rate", "M", "warm_start", "seed")
 
 
 def write_rounds(
-    result: FederatedResult, rounds_tsv: Path, uplink_tsv: Path, kept_tsv: Path | None = None
+    result: FederatedResult,
+    identity: Mapping[str, object],
+    rounds_tsv: Path,
+    uplink_tsv: Path,
+    kept_tsv: Path | None = None,
 ) -> None:
     """Write the round rows, the uplink rows and (given ``kept_tsv``) the per-tensor kept
-    rows as TSV tables (atomically)."""
-    write_tsv(rounds_tsv, result.rounds, ROUND_COLUMNS)
-    write_tsv(uplink_tsv, result.uplink, UPLINK_COLUMNS)
-    if kept_tsv is not None:
-        write_tsv(kept_tsv, result.kept, KEPT_COLUMNS)
+    rows as TSV tables (atomically), each row led by ``identity`` (:data:`RUN_IDENTITY`)."""
+    head = {k: identity[k] for k in RUN_IDENTITY}
+    for path, rows, columns in (
+        (rounds_tsv, result.rounds, ROUND_COLUMNS),
+        (uplink_tsv, result.uplink, UPLINK_COLUMNS),
+        (kept_tsv, result.kept, KEPT_COLUMNS),
+    ):
+        if path is not None:
+            write_tsv(path, [{**head, **row} for row in rows], (*RUN_IDENTITY, *columns))
 
 
 def save_snapshot(snapshot: dict[str, dict[str, torch.Tensor]], path: Path) -> None:
@@ -85,8 +81,9 @@ def read_snapshot(path: Path) -> dict[str, dict[str, torch.Tensor]]:
 def federated_stage(
     data_path: Path,
     settings: dict[str, object],
-    spec: dict[str, object],
+    spec: Mapping[str, object],
     *,
+    identity: Mapping[str, object],
     rounds_tsv: Path,
     uplink_tsv: Path,
     update_path: Path,
@@ -97,7 +94,9 @@ def federated_stage(
 ) -> FederatedResult:
     """The ``federated`` stage: one run of :func:`run_federated` with the compressor ``spec``
     (one per user, :func:`gradcomp.lossy.uplink.compressor_factory`), and its files
-    (``kept_tsv``: the per-round, per-user, per-tensor kept fractions, if given).
+    (``kept_tsv``: the per-round, per-user, per-tensor kept fractions, if given), whose rows
+    carry the run's model and seed (from ``settings``) and ``identity``'s compressor, rate,
+    M and warm start.
 
     ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
     ``device``, which say where the job runs; ``warm_start``: a
@@ -114,7 +113,11 @@ def federated_stage(
         initial_state=load_warm_start(warm_start) if warm_start else None,
     )
     write_rounds(
-        result, Path(rounds_tsv), Path(uplink_tsv), None if kept_tsv is None else Path(kept_tsv)
+        result,
+        {**identity, "model": full.model, "seed": full.seed},
+        Path(rounds_tsv),
+        Path(uplink_tsv),
+        None if kept_tsv is None else Path(kept_tsv),
     )
     save_snapshot(result.snapshot, Path(update_path))
     return result

@@ -15,7 +15,6 @@ R means the same thing (bits per kept value of the same top-K). T5, per compress
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
@@ -25,7 +24,6 @@ import scipy.stats
 
 from gradcomp import reporting
 from gradcomp.compression.rates import RATE_FIELDS
-from gradcomp.compression.specs import VARIANT_LABEL
 from gradcomp.lossy.paired import (
     add_holm,
     family_size,
@@ -34,7 +32,7 @@ from gradcomp.lossy.paired import (
 )
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.rate_curves import bd_rate, curve_points, dominance
-from gradcomp.lossy.run_files import run_identity
+from gradcomp.lossy.run_files import RUN_IDENTITY
 
 __all__ = [
     "one_round_data",
@@ -47,7 +45,8 @@ __all__ = [
 ]
 
 BIT_FIELDS = tuple(f for f in RATE_FIELDS if f.endswith("_bits"))  # the parts of the uplink
-_LABEL = re.compile(rf"^{VARIANT_LABEL}$")
+#: The identity columns of a one-round study table (its trajectory and variant).
+ONE_ROUND_IDENTITY = ("model", "warm_start", "seed", "compressor", "rate", "M")
 
 
 def t3_table(
@@ -71,8 +70,11 @@ def t3_table(
     parts = []
     for path in uplink_tsvs:
         uplink = pd.read_csv(path, sep="\t")
-        parts.append({**run_identity(path), **uplink[list(BIT_FIELDS)].sum().to_dict()})
-    merged = final.merge(pd.DataFrame(parts), on=["model", "compressor", "rate", "M", "seed"])
+        ident = uplink[list(RUN_IDENTITY)].drop_duplicates()
+        if len(ident) != 1:
+            raise ValueError(f"{path}: not the uplink table of one run ({len(ident)} identities)")
+        parts.append({**ident.iloc[0].to_dict(), **uplink[list(BIT_FIELDS)].sum().to_dict()})
+    merged = final.merge(pd.DataFrame(parts), on=list(RUN_IDENTITY))
     return paired_summary(
         merged,
         metrics=["test_acc", "per_bit_acc_coded"],
@@ -91,23 +93,13 @@ def one_round_data(paths: Sequence[str | Path]) -> pd.DataFrame:
     frames = []
     for path in paths:
         frame = pd.read_csv(path, sep="\t")
-        missing = {"model", "warm_start", "seed"} - set(frame.columns)
+        missing = set(ONE_ROUND_IDENTITY) - set(frame.columns)
         if missing:
             raise ValueError(
                 f"{path} is not a one-round study table (no {', '.join(sorted(missing))} column)"
             )
-        bad = frame.loc[~frame["compressor"].astype(str).str.fullmatch(_LABEL), "compressor"]
-        if len(bad):
-            raise ValueError(
-                f"{path}: compressor {bad.iloc[0]!r} is not a variant label "
-                "{name}/R{rate}_M{M}"
-            )
         frames.append(frame)
     data = pd.concat(frames, ignore_index=True)
-    ident = data["compressor"].str.extract(_LABEL)
-    data["compressor"] = ident["compressor"]
-    data["rate"] = ident["rate"].astype(int)
-    data["M"] = ident["M"].astype(int)
     data["gain_per_bit"] = (data["test_acc"] - data["start_acc"]) / data["bits_coded"]
     data["loss_increase"] = data["test_loss"] - data["exact_loss"]
     data["acc_change"] = data["test_acc"] - data["exact_acc"]

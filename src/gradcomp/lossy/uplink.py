@@ -174,8 +174,10 @@ def compressor_factory(
     """``user -> compressor`` for a compressor spec in a run seeded ``seed``: user ``u`` gets
     its own object (error-feedback memory, noise streams) seeded ``1000 seed + u`` (plus
     ``10^6 rnd`` for an object built for round ``rnd`` alone, as the one-round study does),
-    the same for every compressor of the run (common random numbers)."""
-    from gradcomp.compression import build_compressor
+    the same for every compressor of the run (common random numbers). ``spec`` is checked
+    here unless it is a :class:`~gradcomp.compression.specs.CheckedSpec` already."""
+    from gradcomp.compression.specs import CheckedSpec, build_compressor, check_spec
 
+    checked = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
     base = 1000 * int(seed) + 1_000_000 * int(rnd)
-    return lambda user: build_compressor({**spec, "seed": base + int(user)})
+    return lambda user: build_compressor(checked.with_seed(base + int(user)))
