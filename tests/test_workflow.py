@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -10,7 +11,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, TINY_CONFIG, assert_drawn_figure, run_snakemake, write_imagefolder_tree
+from conftest import (
+    REPO,
+    SNAKEMAKE,
+    TINY_CONFIG,
+    assert_drawn_figure,
+    run_snakemake,
+    write_imagefolder_tree,
+)
 from gradcomp.lossless.dumps import read_dump
 
 pytestmark = pytest.mark.slow
@@ -321,3 +329,15 @@ def test_model_settings_reach_the_federated_job(tmp_path: Path) -> None:
     other = "lossy={model_settings: {mlp: {min_entries: 100, lr: 0.002}, cnn: {lr: 0.1}}}"
     proc = run_snakemake(tmp_path, "-n", *args, "--config", other, targets=[target])
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_snakemake_lint_is_clean() -> None:
+    """``snakemake --lint`` finds nothing (planted bugs it reports: a rule without ``log:``,
+    rules and plain functions mixed in one file)."""
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
