@@ -8,6 +8,8 @@ coders' real bitstreams (``code_tensor`` with streams) for the sizes, bitarray's
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,7 +24,7 @@ from gradcomp.coding.registry import builtin_specs, coder_specs
 from gradcomp.distributions import fit_all
 from gradcomp.lossless.code_lossless import code_values, coding_table, merge_streamed
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings
-from gradcomp.lossless.tables import coding_rate_table
+from gradcomp.lossless.tables import coding_rate_table, table_t1
 from gradcomp.quantization.grids import get_grid
 from gradcomp.study_pieces import stream_settings
 
@@ -180,7 +182,10 @@ def test_streamer_codes_unsampled_tensors_from_their_counts() -> None:
         assert (gap <= np.where(joined["coder"] == "ans_gennorm", 32, 0)).all(), column
 
 
-def test_t1_says_how_its_rows_were_obtained() -> None:
+def test_t1_says_how_its_rows_were_obtained(tmp_path: Path) -> None:
+    """The rows' ``length`` is carried into T1 (joined where a run mixes them), and T1's
+    Markdown view with it stays readable (at most 10 columns; planted bug: one more column
+    shown makes table_t1 raise)."""
     rows = []
     for tensor, length in (("a", "stream"), ("b", "counts")):
         for coder in ("huffman_gennorm", "ans_context"):
@@ -196,6 +201,11 @@ def test_t1_says_how_its_rows_were_obtained() -> None:
     t1 = table.set_index("coder")
     assert t1.loc["huffman_gennorm", "length"] == "counts+stream"
     assert t1.loc["ans_context", "length"] == "stream"
+    pd.DataFrame(rows).to_csv(tmp_path / "coding.tsv", sep="\t", index=False)
+    table_t1([tmp_path / "coding.tsv"], tmp_path / "T1.tsv", tmp_path / "T1.md")
+    header = (tmp_path / "T1.md").read_text().splitlines()[2]
+    shown = [c.strip() for c in header.strip("|").split("|")]
+    assert "length" in shown and len(shown) <= 10
 
 
 def test_merge_accepts_streamed_rows_without_the_unsampled_coders() -> None:
