@@ -29,7 +29,8 @@ def table_t1(coding_tsvs: Sequence[str | Path], tsv: str | Path, md: str | Path)
         title="T1: bits per entry by coder (mean ± sd over runs; side information included; "
         "zero_share / saturated_share: entries the grid rounds to zero / saturates; "
         "length: stream = decoded bitstreams, counts = exact sizes from the symbol counts, "
-        "bound = ideal code length; ratio_to_32bit and exact_zero_share in T1.tsv)",
+        "bound = a size with no decoder here (a reference compressor's output, an ideal code "
+        "length); ratio_to_32bit and exact_zero_share in T1.tsv)",
         readable=table.drop(columns=[f"{c}_{s}" for c in ("ratio_to_32bit", "exact_zero_share")
                                      for s in ("mean", "sd")]),  # fmt: skip
     )  # fmt: skip
