@@ -1,9 +1,9 @@
 """Paper scale before a cluster pays for it: the whole workflow under config/paper.yaml with
 config/smoke-paper.yaml on top (every model, compressor kind, rate, M, dump pattern and
 position of the paper; a handful of images, epochs, rounds and seeds), from a clean
-directory on a synthetic image-folder tree. Its 84 heavy jobs took 737 CPU-seconds (cost
-table of a run sharing the 2 cores with another workflow: 20 minutes of wall time there),
-so about 7-8 minutes on 2 free cores."""
+directory on a synthetic image-folder tree. Its 31 heavy jobs took 615 CPU-seconds (cost
+table of a CI run, the other test worker beside it: 16.5 minutes of wall time there), so
+about 5-6 minutes on 2 free cores by the CPU-seconds (not timed alone)."""
 
 from __future__ import annotations
 
