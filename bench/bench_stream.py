@@ -24,9 +24,9 @@ import scipy.stats
 import torch
 import yaml
 
-from gradcomp.config import validate_config
-from gradcomp.lossless.stream import GradientStreamer, StreamSettings
+from gradcomp.lossless.stream import GradientStreamer
 from gradcomp.models import build_model
+from gradcomp.study import load_study
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,8 +61,7 @@ def main() -> None:
     config: dict = {}
     for path in [REPO / "config/config.yaml", *args.configfile]:
         config = merged(config, yaml.safe_load(path.read_text()))
-    config = validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
-    settings = StreamSettings.from_config(config["lossless"])
+    settings = load_study(config, REPO / "workflow/schemas/config.schema.yaml").lossless.stream
     print(f"{'model':>10} {'epoch':>5} {'entries':>10} {'rows':>6} {'cpu_s':>8} {'us/entry':>9}")
     for model in args.models:
         grads = gradients(model, seed=0)

@@ -14,6 +14,7 @@ import numpy as np
 from bitarray import bitarray, decodetree, frozenbitarray
 from bitarray.util import int2ba, zeros
 
+from gradcomp.coding.binary_rc import njit
 from gradcomp.coding.pmf import normalised
 from gradcomp.quantization.grids import as_numpy
 
@@ -50,27 +51,41 @@ def huffman_lengths(weights: np.ndarray) -> np.ndarray:
         lengths[support] = 1
         return lengths
     order = support[np.argsort(weights[support], kind="stable")]
-    leaf = weights[order].tolist()
-    merged: list[float] = []
-    parent = [0] * (2 * n - 1)  # nodes 0..n-1: the sorted leaves; n + k: the k-th merge
-    i = j = 0
-    for k in range(n - 1):
-        pair = []
-        for _ in range(2):
-            if j >= k or (i < n and leaf[i] <= merged[j]):
-                pair.append((i, leaf[i]))
-                i += 1
-            else:
-                pair.append((n + j, merged[j]))
-                j += 1
-        (a, wa), (b, wb) = pair
-        merged.append(wa + wb)
-        parent[a] = parent[b] = n + k
-    depth = [0] * (2 * n - 1)
-    for node in range(2 * n - 3, -1, -1):  # a parent's index is above its children's
-        depth[node] = depth[parent[node]] + 1
+    depth = _two_queue_depths(np.ascontiguousarray(weights[order], dtype=np.float64))
     lengths[order] = depth[:n]
     return lengths
+
+
+@njit
+def _two_queue_depths(leaf: np.ndarray) -> np.ndarray:
+    """Depths (int64, shape of ``leaf``) of the sorted leaves ``leaf`` (float64, n >= 2,
+    non-decreasing) in the two-queue Huffman tree of :func:`huffman_lengths` (compiled:
+    this loop was a third of whole-model coding's CPU time on resnet20)."""
+    n = leaf.size
+    merged = np.empty(n - 1, dtype=np.float64)
+    parent = np.zeros(2 * n - 1, dtype=np.int64)  # 0..n-1 the leaves, n + k the k-th merge
+    i = j = 0
+    for k in range(n - 1):
+        a = b = 0
+        wa = wb = 0.0
+        for side in range(2):
+            if j >= k or (i < n and leaf[i] <= merged[j]):
+                node, w = i, leaf[i]
+                i += 1
+            else:
+                node, w = n + j, merged[j]
+                j += 1
+            if side == 0:
+                a, wa = node, w
+            else:
+                b, wb = node, w
+        merged[k] = wa + wb
+        parent[a] = n + k
+        parent[b] = n + k
+    depth = np.zeros(2 * n - 1, dtype=np.int64)
+    for node in range(2 * n - 3, -1, -1):  # a parent's index is above its children's
+        depth[node] = depth[parent[node]] + 1
+    return depth[:n]
 
 
 class HuffmanCode:
