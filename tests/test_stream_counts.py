@@ -18,7 +18,7 @@ import torch
 from bitarray.util import canonical_huffman
 
 from gradcomp.coding.base import TensorSymbols
-from gradcomp.coding.counts import SymbolCounts, is_counted, tensor_counts
+from gradcomp.coding.counts import SymbolCounts, bin_index, is_counted, tensor_counts
 from gradcomp.coding.huffman import huffman_lengths
 from gradcomp.coding.registry import builtin_specs, coder_specs
 from gradcomp.distributions import fit_all
@@ -91,6 +91,28 @@ def test_rows_from_counts_equal_the_streams_rows() -> None:
     gap = counted.loc[ans, "payload_bits"] - streamed.loc[ans, "payload_bits"]
     assert len(ans) == 4 and (gap.abs() <= 64 + 2e-4 * streamed.loc[ans, "payload_bits"]).all()
     assert (counted.loc[ans, "side_bits"] == streamed.loc[ans, "side_bits"]).all()
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0**-20, 2.0**12])
+def test_bin_index_is_bucketize(scale) -> None:
+    """The cell-table bin index equals ``torch.bucketize`` on the FP8 grid's magnitude
+    midpoints at three power-of-two scales, at every bound, one ulp either side of it, zero,
+    the smallest subnormal, +inf and 1e308 (planted bugs that fail it: ``>=`` for ``>``, the
+    bounds below a cell counted with ``side="right"``, which counts a bound on a cell's
+    first float twice); bounds two to a cell fall back to ``bucketize``."""
+    rng = np.random.default_rng(5)
+    grid = get_grid("fp8_e5m2", scale=scale)
+    bounds = np.append(grid.magnitude_edges[1:-1], grid.levels[-1])
+    x = np.concatenate([
+        np.abs(rng.standard_normal(20_000)) * 10 ** rng.uniform(-12, 6, 20_000) * scale,
+        bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, 0.0),
+        [0.0, np.inf, 5e-324, 1e308],
+    ])  # fmt: skip
+    x = torch.as_tensor(x[: x.size // 4 * 4]).reshape(-1, 4)
+    for b in (bounds, np.array([1.0, 1.0 + 2**-52, 3.0])):
+        got = bin_index(x, b)
+        assert got.dtype == torch.int64 and got.shape == x.shape
+        assert torch.equal(got, torch.bucketize(x, torch.as_tensor(b), right=False))
 
 
 def test_huffman_lengths_are_optimal() -> None:
