@@ -100,7 +100,7 @@ def test_study_reads_the_config() -> None:
         "none/R32_M0", "uniform/R2_M0", "uniform/R4_M0", "gennorm/R4_M0", "gennorm/R4_M2",
         "qsgd/R4_M0", "psgd/R1_M0", "psgd/R2_M0",
     ]  # fmt: skip
-    assert study.lossy.kinds == {
+    assert study.lossy.compressor_kinds == {
         "none": "none", "uniform": "uniform", "gennorm": "lloyd", "qsgd": "qsgd",
         "psgd": "powersgd",
     }  # fmt: skip
