@@ -264,9 +264,9 @@ def test_uniform_minmax_level_counts(R):
     lv = uniform_minmax_levels(-1.0, 3.0, R)
     assert lv.shape == (2**R,) and lv[0] == -1.0 and lv[-1] == 3.0
     np.testing.assert_allclose(np.diff(lv), 4.0 / (2**R - 1))
-    slip = uniform_minmax_levels(-1.0, 3.0, R, slip=True)
-    assert slip.shape == (2**R + 1,)
-    np.testing.assert_allclose(np.diff(slip), 4.0 / 2**R)
+    extra = uniform_minmax_levels(-1.0, 3.0, R, extra_level=True)
+    assert extra.shape == (2**R + 1,)
+    np.testing.assert_allclose(np.diff(extra), 4.0 / 2**R)
 
 
 @settings(max_examples=50, deadline=None)

@@ -155,7 +155,7 @@ class TensorCompressor:
     ) -> tuple[TensorPayload, TensorCtx]:
         """``mask`` (bool, tensor's shape): kept entries; None sends every entry.
         ``seeded_positions``: the receiver regenerates ``mask`` itself (no position bits here,
-        zeros in it sent too). ``label_values`` (tensor's shape; M22's slip): the quantizer is
+        zeros in it sent too). ``label_values`` (tensor's shape; ``m22_slip``): the quantizer is
         designed on ``tensor``'s sent entries, but these entries are the ones labelled (nearest
         of the designed levels)."""
         ctx = TensorCtx(tuple(tensor.shape), tensor.dtype, tensor.device)
@@ -279,7 +279,7 @@ class UpdateCompressor:
             coder = self._coder(name, t)
             label = None
             if memory is not None and not memory.before_selection:  # M22: kept entries only
-                label = t * scale if (memory.slip and not coder.raw) else None
+                label = t * scale if (memory.m22_as_released and not coder.raw) else None
                 t = memory.compensate_kept(t, name, masks.get(name))
             sent_t = t * scale if scale != 1.0 else t
             payload[name], ctx[name] = coder.compress(

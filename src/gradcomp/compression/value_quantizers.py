@@ -169,5 +169,5 @@ class UniformQuantizer(ValueQuantizer):
 
     def encode(self, values, name=""):
         lo, hi = float(values.min()), float(values.max())
-        levels = uniform_minmax_levels(lo, hi, self.rate, slip=self.slip)
+        levels = uniform_minmax_levels(lo, hi, self.rate, extra_level=self.slip)
         return level_values(self.kind, values, levels, {"min": lo, "max": hi})
