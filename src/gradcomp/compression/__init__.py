@@ -40,7 +40,7 @@ from gradcomp.compression.rates import (
     RATE_FIELDS,
     RateBreakdown,
     elias_gamma_bits,
-    position_code_bits,
+    index_code_bits,
 )
 from gradcomp.compression.registry import QUANTIZERS
 from gradcomp.compression.scaled_sign import ScaledSign
@@ -110,6 +110,6 @@ __all__ = [
     "expand_entries",
     "make_quantizer",
     "variant_label",
-    "position_code_bits",
+    "index_code_bits",
     "qsgd_variance_bound",
 ]
