@@ -9,13 +9,13 @@ from scipy import integrate, stats
 
 from gradcomp.quantization.level_quantizer import LevelQuantizer
 from gradcomp.quantization.lloyd import lloyd_design
+from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 from gradcomp.quantization.symmetric_law import (
     SymmetricLaw,
     expected_distortion,
     partial_moments,
     reference_partial_moments_quad,
 )
-from gradcomp.quantization.uniform_levels import uniform_minmax_levels
 
 NORM = {"loc": 0.0, "scale": 1.0}
 LAWS = [

@@ -32,7 +32,7 @@ import torch
 
 from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.quantization.level_quantizer import LevelQuantizer
-from gradcomp.quantization.uniform_levels import uniform_minmax_levels
+from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 
 __all__ = [
     "Float16",

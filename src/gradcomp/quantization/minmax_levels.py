@@ -1,4 +1,5 @@
-"""Uniform levels between a tensor's minimum and maximum (paper Y's uniform quantizer)."""
+"""Uniform levels between a tensor's minimum and maximum (paper Y's uniform quantizer); the
+symmetric fixed grid's levels are :func:`gradcomp.quantization.grids.uniform_levels`."""
 
 from __future__ import annotations
 
