@@ -9,10 +9,10 @@ import torch
 from gradcomp.compression import (
     LloydQuantizer,
     Quantize,
+    QuantizerPipeline,
     RateBreakdown,
     ResidualMemory,
     TopK,
-    UpdateCompressor,
     build_compressor,
     elias_gamma_bits,
     index_code_bits,
@@ -323,7 +323,7 @@ def test_workflow_spec_is_accepted():
         "slip": False,
     }
     c = build_compressor(spec)
-    assert isinstance(c, UpdateCompressor) and c.topk.fraction == 0.452 and c.memory is None
+    assert isinstance(c, QuantizerPipeline) and c.topk.fraction == 0.452 and c.memory is None
     none = build_compressor(
         {
             **spec,

@@ -46,7 +46,7 @@ from gradcomp.compression.registry import QUANTIZERS
 from gradcomp.compression.scaled_sign import ScaledSign
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.specs import (
-    UPDATE_COMPRESSORS,
+    COMPRESSORS,
     CheckedSpec,
     SpecError,
     build_compressor,
@@ -57,10 +57,10 @@ from gradcomp.compression.specs import (
 from gradcomp.compression.terngrad import TernGrad
 from gradcomp.compression.update_compression import (
     Quantize,
+    QuantizerPipeline,
     TensorCompressor,
     TensorCtx,
     TensorPayload,
-    UpdateCompressor,
 )
 from gradcomp.compression.value_quantizers import (
     Float16,
@@ -77,7 +77,7 @@ __all__ = [
     "QSGD",
     "QUANTIZERS",
     "RATE_FIELDS",
-    "UPDATE_COMPRESSORS",
+    "COMPRESSORS",
     "Float16",
     "GaussianChannel",
     "KMeansQuantizer",
@@ -100,7 +100,7 @@ __all__ = [
     "TernGrad",
     "TopK",
     "UniformQuantizer",
-    "UpdateCompressor",
+    "QuantizerPipeline",
     "ValueQuantizer",
     "Variant",
     "build_compressor",

@@ -1,6 +1,6 @@
 """A whole model update through one compressor: memory, sparsifier, value quantizer, Huffman.
 
-A model update is a ``dict[str, torch.Tensor]`` (name -> delta). :class:`UpdateCompressor`
+A model update is a ``dict[str, torch.Tensor]`` (name -> delta). :class:`QuantizerPipeline`
 composes
 
 1. optional error feedback (:class:`~gradcomp.compression.memory.ResidualMemory`: the residual
@@ -46,7 +46,7 @@ from gradcomp.compression.stochastic_levels import BucketedValues
 from gradcomp.compression.value_quantizers import PassThrough, QuantizedValues, ValueQuantizer
 from gradcomp.quantization.level_quantizer import LevelQuantizer
 
-__all__ = ["Quantize", "TensorCompressor", "TensorCtx", "TensorPayload", "UpdateCompressor"]
+__all__ = ["Quantize", "QuantizerPipeline", "TensorCompressor", "TensorCtx", "TensorPayload"]
 
 
 class Quantize:
@@ -228,8 +228,9 @@ class TensorCompressor:
         )
 
 
-class UpdateCompressor:
-    """Top-K + per-tensor quantizer + Huffman + optional error feedback for an update.
+class QuantizerPipeline:
+    """What a ``quantizer`` spec builds: optional error feedback, top-K or random-K, a
+    per-tensor value quantizer and Huffman, for a whole update.
 
     compress(update: dict[str, Tensor]) -> (payload: dict[str, TensorPayload],
     ctx: dict[str, TensorCtx]); decompress -> dict of tensors with the update's names,
