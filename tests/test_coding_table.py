@@ -92,7 +92,7 @@ def test_slip_charges_one_sign_bit_per_codebook_symbol(gradient) -> None:
     grid = get_grid("fp8_e5m2")
     fits = {"gennorm": fit(gradient, "gennorm")}
     exact = by_coder(code_tensor(gradient, fits, grid, general_purpose=False))
-    slip = by_coder(code_tensor(gradient, fits, grid, slip=True, general_purpose=False))
+    slip = by_coder(code_tensor(gradient, fits, grid, sign_per_symbol=True, general_purpose=False))
     nonzero = exact["entropy"]["n_nonzero"]
     diff = exact["huffman_gennorm"]["payload_bits"] - slip["huffman_gennorm"]["payload_bits"]
     assert diff == nonzero - grid.n_magnitudes

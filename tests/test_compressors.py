@@ -9,13 +9,13 @@ import torch
 from gradcomp.compression import (
     LloydQuantizer,
     Quantize,
+    QuantizerPipeline,
     RateBreakdown,
     ResidualMemory,
     TopK,
-    UpdateCompressor,
     build_compressor,
     elias_gamma_bits,
-    position_code_bits,
+    index_code_bits,
 )
 from gradcomp.quantization.distortion import m_weighted_distortion
 
@@ -118,8 +118,8 @@ def test_rate_accounting_adds_up(spec):
         n_sent = p.quantized.n
         if p.raw:  # small tensors: 32 bits per sent entry, nothing else but positions
             assert per[name].raw_bits == 32 * n_sent and per[name].payload_fixed_bits == 0
-        if p.positions is not None:
-            pos = p.positions.numpy()
+        if p.indices is not None:
+            pos = p.indices.numpy()
             gaps = 32 + elias_gamma_bits(np.diff(pos, prepend=-1))
             assert p.position_bits == 2 + min(ctx[name].numel, gaps)
         if p.bitstream is not None:
@@ -135,12 +135,12 @@ def test_rate_accounting_adds_up(spec):
 def test_position_code_picks_the_smaller():
     numel = 10_000
     sparse = np.array([5, 900, 4000])
-    bits, method = position_code_bits(sparse, numel)
+    bits, method = index_code_bits(sparse, numel)
     assert method == "gaps" and bits == 2 + 32 + elias_gamma_bits([6, 895, 3100])
     dense = np.arange(0, numel, 2)
-    bits, method = position_code_bits(dense, numel)
+    bits, method = index_code_bits(dense, numel)
     assert method == "bitmap" and bits == 2 + numel
-    assert position_code_bits(np.arange(numel), numel) == (2, "dense")
+    assert index_code_bits(np.arange(numel), numel) == (2, "dense")
 
 
 def test_elias_gamma_lengths():
@@ -182,11 +182,11 @@ def test_lloyd_uses_injected_fit_and_sends_parameters():
     assert {label: n for _, label, n in calls} == {"conv2.weight": 4608, "dense.weight": 5120}
     q = payload["dense.weight"].quantized
     assert len(q.levels) == 8 and np.all(np.diff(q.levels) > 0)
-    kept = upd["dense.weight"].reshape(-1)[payload["dense.weight"].positions].abs()
+    kept = upd["dense.weight"].reshape(-1)[payload["dense.weight"].indices].abs()
     assert q.side == {"beta": 1.0, "scale": 0.01, "tau": float(kept.min())}
     assert c.rate_per_tensor(payload, ctx)["dense.weight"].side_bits == 3 * 32  # beta, scale, tau
     out = c.decompress(payload, ctx)
-    sent = payload["dense.weight"].positions
+    sent = payload["dense.weight"].indices
     assert set(np.unique(out["dense.weight"].reshape(-1)[sent].numpy())) <= set(
         q.levels.astype(np.float32)
     )
@@ -323,7 +323,7 @@ def test_workflow_spec_is_accepted():
         "slip": False,
     }
     c = build_compressor(spec)
-    assert isinstance(c, UpdateCompressor) and c.topk.fraction == 0.452 and c.memory is None
+    assert isinstance(c, QuantizerPipeline) and c.topk.fraction == 0.452 and c.memory is None
     none = build_compressor(
         {
             **spec,
@@ -383,7 +383,7 @@ def test_lloyd_designed_on_the_truncated_update_is_near_data_optimal(beta, M):
     }.items():
         c = build_compressor({**base, **spec})
         payload, ctx = c.compress(upd)
-        pos = payload["w"].positions
+        pos = payload["w"].indices
         assert pos.numel() == math.ceil(0.452 * x.size)
         sent = upd["w"].reshape(-1)[pos]
         err[name] = m_weighted_distortion(sent, c.decompress(payload, ctx)["w"].reshape(-1)[pos], M)

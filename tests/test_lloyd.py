@@ -9,13 +9,13 @@ from scipy import integrate, stats
 
 from gradcomp.quantization.level_quantizer import LevelQuantizer
 from gradcomp.quantization.lloyd import lloyd_design
+from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 from gradcomp.quantization.symmetric_law import (
     SymmetricLaw,
     expected_distortion,
     partial_moments,
     reference_partial_moments_quad,
 )
-from gradcomp.quantization.uniform_levels import uniform_minmax_levels
 
 NORM = {"loc": 0.0, "scale": 1.0}
 LAWS = [
@@ -264,9 +264,9 @@ def test_uniform_minmax_level_counts(R):
     lv = uniform_minmax_levels(-1.0, 3.0, R)
     assert lv.shape == (2**R,) and lv[0] == -1.0 and lv[-1] == 3.0
     np.testing.assert_allclose(np.diff(lv), 4.0 / (2**R - 1))
-    slip = uniform_minmax_levels(-1.0, 3.0, R, slip=True)
-    assert slip.shape == (2**R + 1,)
-    np.testing.assert_allclose(np.diff(slip), 4.0 / 2**R)
+    extra = uniform_minmax_levels(-1.0, 3.0, R, extra_level=True)
+    assert extra.shape == (2**R + 1,)
+    np.testing.assert_allclose(np.diff(extra), 4.0 / 2**R)
 
 
 @settings(max_examples=50, deadline=None)

@@ -15,7 +15,7 @@ from gradcomp.compression import SpecError, build_compressor, check_spec
 from gradcomp.compression.count_sketch import CountSketch, SketchHash
 from gradcomp.compression.float8 import Float8
 from gradcomp.compression.qsgd import QSGD, qsgd_variance_bound
-from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
+from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.study_pieces import compressor_variants
 
 
@@ -168,7 +168,7 @@ def test_new_spec_keys_are_checked(spec, key):
 
 
 def test_new_kinds_are_registered_with_their_defaults():
-    assert QUANTIZERS["float8"] is Float8 and UPDATE_COMPRESSORS["count_sketch"] is CountSketch
+    assert QUANTIZERS["float8"] is Float8 and COMPRESSORS["count_sketch"] is CountSketch
     s = check_spec({"quantizer": "float8"})
     assert (s["float8_format"], s["float8_scaling"], s["float8_ties"], s["rate"]) == (
         "e5m2", "none", "even", 8,

@@ -48,7 +48,7 @@ def test_kmeans_compressor_sends_its_levels():
     q = payload["w"].quantized
     assert q.levels_sent and len(q.levels) == 8
     assert c.rate(payload, ctx).side_bits == 8 * 32
-    pos = payload["w"].positions  # None: dense, every entry sent
+    pos = payload["w"].indices  # None: dense, every entry sent
     positions = np.arange(x.numel()) if pos is None else pos.numpy()
     kept = x.numpy()[positions]
     levels = np.asarray(q.levels, dtype=np.float64)

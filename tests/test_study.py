@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO, TINY_CONFIG
 from gradcomp.compression.lloyd_quantizer import FIT_TO
 from gradcomp.compression.memory import MEMORY_MODES
-from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
+from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.specs import SPARSIFIERS
 from gradcomp.config import validate_config
 from gradcomp.distributions import FAMILIES
@@ -100,7 +100,7 @@ def test_study_reads_the_config() -> None:
         "none/R32_M0", "uniform/R2_M0", "uniform/R4_M0", "gennorm/R4_M0", "gennorm/R4_M2",
         "qsgd/R4_M0", "psgd/R1_M0", "psgd/R2_M0",
     ]  # fmt: skip
-    assert study.lossy.kinds == {
+    assert study.lossy.compressor_kinds == {
         "none": "none", "uniform": "uniform", "gennorm": "lloyd", "qsgd": "qsgd",
         "psgd": "powersgd",
     }  # fmt: skip
@@ -228,7 +228,7 @@ def test_schema_enums_equal_the_registries() -> None:
     schema = _schema()
     entry = schema["properties"]["lossy"]["properties"]["compressors"]["items"]["properties"]
     assert sorted(entry["quantizer"]["enum"]) == sorted(QUANTIZERS)
-    assert sorted(entry["compressor"]["enum"]) == sorted(UPDATE_COMPRESSORS)
+    assert sorted(entry["compressor"]["enum"]) == sorted(COMPRESSORS)
     assert sorted(entry["family"]["enum"]) == sorted(FAMILIES)
     assert sorted(entry["memory_mode"]["enum"]) == sorted(MEMORY_MODES)
     assert sorted(entry["sparsifier"]["enum"]) == sorted(SPARSIFIERS)

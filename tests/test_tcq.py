@@ -230,11 +230,11 @@ def test_tcq_compressor_from_a_spec():
         p = payload[name]
         q = p.quantized
         assert q.value_bits == 2 and q.levels.size == 8
-        sent = out[name].reshape(-1)[p.positions].double().numpy()
+        sent = out[name].reshape(-1)[p.indices].double().numpy()
         assert np.all(np.min(np.abs(sent[:, None] - q.levels[None, :]), axis=1) < 1e-6)
-        kept = update[name].reshape(-1)[p.positions]
-        err_tcq = float(((out[name].reshape(-1)[p.positions] - kept) ** 2).sum())
-        err_lloyd = float(((lout[name].reshape(-1)[p.positions] - kept) ** 2).sum())
+        kept = update[name].reshape(-1)[p.indices]
+        err_tcq = float(((out[name].reshape(-1)[p.indices] - kept) ** 2).sum())
+        err_lloyd = float(((lout[name].reshape(-1)[p.indices] - kept) ** 2).sum())
         assert err_tcq < err_lloyd
     n_q = sum(payload[n].quantized.n for n in ("conv.weight", "fc.weight"))
     assert rate.payload_fixed_bits == 2 * n_q

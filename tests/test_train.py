@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from gradcomp.lossless import train as train_mod
-from gradcomp.lossless.dumps import KINDS, read_dump
+from gradcomp.lossless.dumps import DUMP_KINDS, read_dump
 from gradcomp.lossless.train import TrainSettings, select_parameters, train_with_dumps
 from gradcomp.models import build_model
 
@@ -81,7 +81,7 @@ def test_sum_reduction_steps_lr_times_batch_on_the_mean_loss(tiny_cifar, tmp_pat
     _, mean, _ = run(tiny_cifar, tmp_path / "mean", lr=0.4, loss_reduction="mean", **kw)
     for path_sum, path_mean in zip(summed, mean, strict=True):
         a, b = read_dump(path_sum), read_dump(path_mean)
-        for kind in KINDS:
+        for kind in DUMP_KINDS:
             for name, t in a.tensors[kind].items():
                 torch.testing.assert_close(t, 40 * b.tensors[kind][name], rtol=1e-4, atol=1e-6)
 
@@ -148,5 +148,5 @@ def test_select_parameters_patterns() -> None:
 def test_dump_kinds_only_selected(tiny_cifar, tmp_path: Path) -> None:
     _, dumps, _ = run(tiny_cifar, tmp_path, epochs=1, dump_tensors=("fc2.*",))
     dump = read_dump(dumps[0])
-    assert set(dump.tensors) == set(KINDS)
+    assert set(dump.tensors) == set(DUMP_KINDS)
     assert dump.names == ["fc2.weight", "fc2.bias"]

@@ -142,11 +142,12 @@ class LossySection:
     """Paper Y (``lossy``): the federation's settings and the compressor variants.
 
     ``variants`` holds one checked spec per (name, rate, M) in config order (``model_specs``:
-    the spec each model's jobs use, with the model's ``min_entries``), ``kinds`` maps each
-    entry name to what builds it (a quantizer or compressor kind, or ``"class"``), ``full_runs``
-    is the resolved list of names and labels with full federated runs, ``pairable`` the
-    compressors paired with ``baseline`` at the same R in T3/T4, ``reference`` the one-round
-    study's trajectory variant.
+    the spec each model's jobs use, with the model's ``min_entries``), ``compressor_kinds``
+    maps each entry name to what builds it (a quantizer or compressor kind, or ``"class"``;
+    not the dump kinds of ``lossless.fit.kinds``), ``full_runs`` is the resolved list of
+    names and labels with full federated runs, ``pairable`` the compressors paired with
+    ``baseline`` at the same R in T3/T4, ``reference`` the one-round study's trajectory
+    variant.
     """
 
     models: tuple[str, ...]
@@ -157,7 +158,7 @@ class LossySection:
     min_entries: int
     variants: tuple[Variant, ...]
     model_specs: Mapping[tuple[str, str], CheckedSpec]
-    kinds: Mapping[str, str]
+    compressor_kinds: Mapping[str, str]
     full_runs: tuple[str, ...]
     baseline: str
     pairable: tuple[str, ...]
@@ -286,11 +287,11 @@ def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
     )
 
 
-def _baseline_errors(baseline: str, kinds: dict, variants: list[Variant]) -> list[str]:
-    if baseline not in kinds:
+def _baseline_errors(baseline: str, compressor_kinds: dict, variants: list[Variant]) -> list[str]:
+    if baseline not in compressor_kinds:
         return [
             f"config key 'lossy.baseline': {baseline!r} is not a compressor of "
-            f"lossy.compressors ({', '.join(kinds)})"
+            f"lossy.compressors ({', '.join(compressor_kinds)})"
         ]
     if len({v.rate for v in variants if v.name == baseline}) < 2:
         return [
@@ -323,14 +324,15 @@ def _model_specs(c: dict[str, Any], variants: list[Variant], errors: list[str]) 
 def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     c = config["lossy"]
     variants = compressor_variants(c)
-    kinds = {entry["name"]: entry_kind(entry) for entry in c["compressors"]}
+    compressor_kinds = {entry["name"]: entry_kind(entry) for entry in c["compressors"]}
     labels = {v.label for v in variants}
-    full_runs = list(kinds) if c["full_runs"] is None else list(c["full_runs"])
-    unknown = sorted(set(full_runs) - set(kinds) - labels)
+    full_runs = list(compressor_kinds) if c["full_runs"] is None else list(c["full_runs"])
+    unknown = sorted(set(full_runs) - set(compressor_kinds) - labels)
     if unknown:
         errors.append(
             f"config key 'lossy.full_runs': {unknown} are neither compressors of "
-            f"lossy.compressors ({', '.join(kinds)}) nor variant labels ({', '.join(labels)})"
+            f"lossy.compressors ({', '.join(compressor_kinds)}) nor variant labels "
+            f"({', '.join(labels)})"
         )
 
     reference = [v for v in variants if v.name == c["one_round"]["reference"]]
@@ -341,11 +343,11 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
             f"{[v.label for v in reference]})"
         )
     baseline = c["baseline"]
-    errors += _baseline_errors(baseline, kinds, variants)
+    errors += _baseline_errors(baseline, compressor_kinds, variants)
     base_way = {_sent_the_same_way(v.spec) for v in variants if v.name == baseline}
     pairable = sorted(
         name
-        for name in kinds
+        for name in compressor_kinds
         if name != baseline
         and {_sent_the_same_way(v.spec) for v in variants if v.name == name} == base_way
     )
@@ -373,7 +375,7 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     if primary_names is None:
         primary = [v.label for v in variants]
     else:
-        unknown = sorted(set(primary_names) - set(kinds) - labels)
+        unknown = sorted(set(primary_names) - set(compressor_kinds) - labels)
         if unknown:
             errors.append(
                 f"config key 'lossy.one_round.variants': {unknown} are neither compressors of "
@@ -436,7 +438,7 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
         min_entries=c["min_entries"],
         variants=tuple(variants),
         model_specs=MappingProxyType(model_specs),
-        kinds=MappingProxyType(kinds),
+        compressor_kinds=MappingProxyType(compressor_kinds),
         full_runs=tuple(full_runs),
         baseline=baseline,
         pairable=tuple(pairable),

@@ -130,7 +130,7 @@ LOSSY_RUN = f"results/lossy/{{model}}/{VARIANT_WILDCARDS}/seed{{seed}}"
 # The variants (name, rate, M), in config order (gradcomp.study checked their specs).
 VARIANTS = [(v.name, v.rate, v.M) for v in LOSSY.variants]
 #: Compressor name -> what builds it (its quantizer or compressor kind, or "class").
-KINDS = LOSSY.kinds
+COMPRESSOR_KINDS = LOSSY.compressor_kinds
 BASELINE = LOSSY.baseline
 #: Compressors paired with the baseline at the same R in T3/T4 (R means the same thing).
 PAIRABLE = list(LOSSY.pairable)

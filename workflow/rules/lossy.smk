@@ -132,7 +132,7 @@ rule figures_Y1_Y3:
         rounds=lambda wc: lossy_run_files(wc.model, "rounds.tsv"),
         summary=CIFAR10_SUMMARY,
     params:
-        kinds=plain(KINDS),
+        compressor_kinds=plain(COMPRESSOR_KINDS),
     output:
         y1=report("results/figures/Y1_{model}.png", caption="../report/Y1.rst", category="Paper Y", subcategory="{model}"),
         y1_pdf="results/figures/Y1_{model}.pdf",
@@ -208,7 +208,7 @@ rule figure_Y6:
         png=report("results/figures/Y6_{model}.png", caption="../report/Y6.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y6_{model}.pdf",
     params:
-        kinds=plain(KINDS),
+        compressor_kinds=plain(COMPRESSOR_KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
     log:
@@ -230,7 +230,7 @@ rule table_T4:
         tsv=report("results/tables/T4.tsv", caption="../report/T4.rst", category="Paper Y", subcategory="tables"),
         md="results/tables/T4.md",
     params:
-        kinds=plain(KINDS),
+        compressor_kinds=plain(COMPRESSOR_KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
         margin=LOSSY.verdicts.margin,
@@ -252,7 +252,7 @@ rule table_T3:
         rounds=[f for model in LOSSY.models for f in lossy_run_files(model, "rounds.tsv")],
         uplink=[f for model in LOSSY.models for f in lossy_run_files(model, "uplink.tsv")],
     params:
-        kinds=plain(KINDS),
+        compressor_kinds=plain(COMPRESSOR_KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
     output:
@@ -278,7 +278,7 @@ rule figure_Y7:
         png=report("results/figures/Y7_{model}.png", caption="../report/Y7.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y7_{model}.pdf",
     params:
-        kinds=plain(KINDS),
+        compressor_kinds=plain(COMPRESSOR_KINDS),
         baseline=BASELINE,
         curves=plain(LOSSY.curves),
     log:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from gradcomp.compression.specs import CheckedSpec
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.run_files import federated_stage
+from gradcomp.lossy.federated_stage import federated_stage
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])

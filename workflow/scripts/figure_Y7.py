@@ -8,7 +8,7 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
 figure_y7(
     list(sm.input.tables),
-    dict(sm.params.kinds),
+    dict(sm.params.compressor_kinds),
     sm.output.png,
     baseline=sm.params.baseline,
     curves=dict(sm.params.curves),

@@ -8,7 +8,7 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
 figures_y1_y3(
     list(sm.input.rounds),
-    dict(sm.params.kinds),
+    dict(sm.params.compressor_kinds),
     sm.output.y1,
     sm.output.y2,
     sm.output.y3,

@@ -8,7 +8,7 @@ log_to_file(sm.log[0])
 table_t3(
     list(sm.input.rounds),
     list(sm.input.uplink),
-    dict(sm.params.kinds),
+    dict(sm.params.compressor_kinds),
     sm.output.tsv,
     sm.output.md,
     baseline=sm.params.baseline,

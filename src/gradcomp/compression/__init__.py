@@ -40,13 +40,13 @@ from gradcomp.compression.rates import (
     RATE_FIELDS,
     RateBreakdown,
     elias_gamma_bits,
-    position_code_bits,
+    index_code_bits,
 )
 from gradcomp.compression.registry import QUANTIZERS
 from gradcomp.compression.scaled_sign import ScaledSign
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.specs import (
-    UPDATE_COMPRESSORS,
+    COMPRESSORS,
     CheckedSpec,
     SpecError,
     build_compressor,
@@ -57,10 +57,10 @@ from gradcomp.compression.specs import (
 from gradcomp.compression.terngrad import TernGrad
 from gradcomp.compression.update_compression import (
     Quantize,
+    QuantizerPipeline,
     TensorCompressor,
     TensorCtx,
     TensorPayload,
-    UpdateCompressor,
 )
 from gradcomp.compression.value_quantizers import (
     Float16,
@@ -77,7 +77,7 @@ __all__ = [
     "QSGD",
     "QUANTIZERS",
     "RATE_FIELDS",
-    "UPDATE_COMPRESSORS",
+    "COMPRESSORS",
     "Float16",
     "GaussianChannel",
     "KMeansQuantizer",
@@ -100,7 +100,7 @@ __all__ = [
     "TernGrad",
     "TopK",
     "UniformQuantizer",
-    "UpdateCompressor",
+    "QuantizerPipeline",
     "ValueQuantizer",
     "Variant",
     "build_compressor",
@@ -110,6 +110,6 @@ __all__ = [
     "expand_entries",
     "make_quantizer",
     "variant_label",
-    "position_code_bits",
+    "index_code_bits",
     "qsgd_variance_bound",
 ]

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
+from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.specs import (
     OPTION_KEYS,
     SOURCE_KEYS,
@@ -106,7 +106,7 @@ def _kind_defaults(entry: Mapping[str, Any], defaults: Mapping[str, Any]) -> dic
     none for a user's class)."""
     if "class" in entry:
         return {}
-    cls = UPDATE_COMPRESSORS.get(entry.get("compressor"))
+    cls = COMPRESSORS.get(entry.get("compressor"))
     if cls is None:
         return dict(defaults)
     takes = (*cls.spec_keys, *getattr(cls, "options", {}))
@@ -134,11 +134,11 @@ def _entry_problems(
     cls = QUANTIZERS.get(kind)
     if "quantizer" in entry and cls is None:
         problems.append(EntryProblem(i, "quantizer", f"{kind!r} is not one of {tuple(QUANTIZERS)}"))
-    if "compressor" in entry and entry["compressor"] not in UPDATE_COMPRESSORS:
+    if "compressor" in entry and entry["compressor"] not in COMPRESSORS:
         problems.append(
             EntryProblem(
                 i, "compressor",
-                f"{entry['compressor']!r} is not one of {tuple(UPDATE_COMPRESSORS)}",
+                f"{entry['compressor']!r} is not one of {tuple(COMPRESSORS)}",
             )
         )  # fmt: skip
     lists = {}

@@ -53,8 +53,9 @@ class ResidualMemory:
         return self.mode == "residual"
 
     @property
-    def slip(self) -> bool:
-        """M22's two slips (labels from the uncompensated values; beta x memory twice)."""
+    def m22_as_released(self) -> bool:
+        """``m22_slip``: M22's two slips (labels from the uncompensated values; beta x memory
+        twice)."""
         return self.mode == "m22_slip"
 
     def compensate(self, tensor: torch.Tensor, name: str) -> torch.Tensor:
@@ -85,7 +86,7 @@ class ResidualMemory:
         if self.mode != "residual":
             old = self.residuals.get(name)
             old = torch.zeros_like(residual) if old is None else old.to(residual.dtype)
-            if self.slip:
+            if self.m22_as_released:
                 residual = residual + self.decay * old
             if kept is not None:
                 residual = torch.where(kept, residual, old)

@@ -1,6 +1,7 @@
-"""The interface every compressor of the federated study implements, the built-in ones
-(:class:`~gradcomp.compression.update_compression.UpdateCompressor`, the whole-update kinds of
-the registry) and a user's own class (:mod:`~gradcomp.compression.user_compressors`)."""
+"""The interface every compressor of the federated study implements: the built-in ones
+(:class:`~gradcomp.compression.update_compression.QuantizerPipeline` for a ``quantizer`` kind,
+the registry's :data:`~gradcomp.compression.registry.COMPRESSORS` for a ``compressor`` kind)
+and a user's own class (:mod:`~gradcomp.compression.user_compressors`)."""
 
 from __future__ import annotations
 

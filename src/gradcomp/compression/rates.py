@@ -8,11 +8,12 @@ Parts (all in bits, everything counted):
   the fixed payload where nothing is entropy coded; a quantizer with its own code, such as
   QSGD's Elias code, puts that code's bitstream here);
 - ``huffman_side_bits``: the code table of each Huffman code, charged with the coded payload;
-- ``position_bits``: which entries were sent (:func:`position_code_bits`), 0 when dense;
+- ``position_bits``: which entries were sent, the code of their flat indices
+  (:func:`index_code_bits`), 0 when dense;
 - ``side_bits``: parameters the receiver needs (fitted law, min/max, norms), 32 bits each;
 - ``raw_bits``: entries of small tensors sent unquantized, 32 bits per sent entry.
 
-``total(coded)`` = payload (Huffman + tables, or fixed) + positions + side + raw.
+``total(coded)`` = payload (Huffman + tables, or fixed) + position + side + raw.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ import numpy as np
 
 from gradcomp.coding.elias import gamma_widths
 
-__all__ = ["FLOAT_BITS", "RATE_FIELDS", "RateBreakdown", "elias_gamma_bits", "position_code_bits"]
+__all__ = ["FLOAT_BITS", "RATE_FIELDS", "RateBreakdown", "elias_gamma_bits", "index_code_bits"]
 
 FLOAT_BITS = 32
-_METHOD_FLAG_BITS = 2  # which position code a tensor uses: dense, bitmap or gaps
+_METHOD_FLAG_BITS = 2  # which index code a tensor uses: dense, bitmap or gaps
 _COUNT_BITS = 32  # entry count that precedes a gap code
 
 
@@ -80,17 +81,17 @@ def elias_gamma_bits(values: np.ndarray) -> int:
     return int(np.sum(gamma_widths(values)))
 
 
-def position_code_bits(positions: np.ndarray, numel: int) -> tuple[int, str]:
-    """Bits and method of the cheapest code for sorted flat ``positions`` in ``numel`` entries.
+def index_code_bits(indices: np.ndarray, numel: int) -> tuple[int, str]:
+    """Bits and method of the cheapest code for sorted flat ``indices`` in ``numel`` entries.
 
     Returns ``(bits, method)`` with method ``"dense"`` (every entry sent: flag only),
     ``"bitmap"`` (numel bits) or ``"gaps"`` (32-bit count + Elias-gamma of the gaps);
     ``bits`` includes the 2-bit method flag.
     """
-    positions = np.asarray(positions, dtype=np.int64)
-    if positions.size == numel:
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.size == numel:
         return _METHOD_FLAG_BITS, "dense"
-    gaps = np.diff(positions, prepend=-1)
+    gaps = np.diff(indices, prepend=-1)
     gap_bits = _COUNT_BITS + elias_gamma_bits(gaps)
     if gap_bits < numel:
         return _METHOD_FLAG_BITS + gap_bits, "gaps"

@@ -1,5 +1,8 @@
-"""Name-to-class registries: the value quantizers (the kinds a spec's ``quantizer`` names) and
-the whole-update compressors (the kinds a spec's ``compressor`` names)."""
+"""Name-to-class registries, one per spec key: :data:`QUANTIZERS`, the value quantizers (the
+kinds a spec's ``quantizer`` names; each is run inside a
+:class:`~gradcomp.compression.update_compression.QuantizerPipeline`), and :data:`COMPRESSORS`,
+the self-contained compressors (the kinds a spec's ``compressor`` names: PowerSGD, count
+sketch), which take a whole update themselves."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from gradcomp.compression.value_quantizers import (
     ValueQuantizer,
 )
 
-__all__ = ["QUANTIZERS", "UPDATE_COMPRESSORS"]
+__all__ = ["COMPRESSORS", "QUANTIZERS"]
 
 #: Value quantizers by kind.
 QUANTIZERS: dict[str, type[ValueQuantizer]] = {
@@ -40,5 +43,6 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
     )
 }
 
-#: Whole-update compressor kinds (built by ``cls.from_spec(spec)``; keys in ``cls.spec_keys``).
-UPDATE_COMPRESSORS = {cls.kind: cls for cls in (PowerSGD, CountSketch)}
+#: Self-contained compressor kinds, a spec's ``compressor`` (built by ``cls.from_spec(spec)``;
+#: keys in ``cls.spec_keys``).
+COMPRESSORS = {cls.kind: cls for cls in (PowerSGD, CountSketch)}

@@ -1,9 +1,9 @@
 """Compressor specs: the one place where a compressor's settings are checked and built.
 
 A *spec* is a plain dict describing one compressor at one rate and M (what one federated run
-uses); :func:`build_compressor` turns it into a compressor object: an :class:`UpdateCompressor`
-(memory, sparsifier, value quantizer, Huffman) for a ``quantizer`` kind, an update-level
-compressor of :data:`UPDATE_COMPRESSORS` for a ``compressor`` kind (PowerSGD), or a user's
+uses); :func:`build_compressor` turns it into a compressor object: a :class:`QuantizerPipeline`
+(memory, sparsifier, value quantizer, Huffman) for a ``quantizer`` kind, a self-contained
+compressor of :data:`COMPRESSORS` for a ``compressor`` kind (PowerSGD), or a user's
 class for ``class`` (:mod:`~gradcomp.compression.user_compressors`).
 :func:`check_spec` returns a :class:`CheckedSpec` (read-only, every key filled in), which
 :func:`build_compressor` builds without checking it again; the workflow checks every spec once,
@@ -13,7 +13,7 @@ Spec keys (``None`` means absent):
 
 - exactly one of ``quantizer`` (a kind of :data:`gradcomp.compression.registry.QUANTIZERS`,
   which includes the field's qsgd, terngrad and scaled_sign), ``compressor`` (a kind of
-  :data:`gradcomp.compression.registry.UPDATE_COMPRESSORS`; it takes only ``name`` and the
+  :data:`gradcomp.compression.registry.COMPRESSORS`; it takes only ``name`` and the
   keys in its class's ``spec_keys``) or ``class`` (``"package.module:Class"``; it takes
   ``name``, ``rate`` (integer >= 0), ``M``, ``seed`` and ``options``, a mapping of
   constructor keywords).
@@ -71,16 +71,16 @@ from gradcomp.compression import user_compressors
 from gradcomp.compression.lloyd_quantizer import FIT_TO, LLOYD_FAMILIES
 from gradcomp.compression.memory import DEFAULT_DECAY, MEMORY_MODES, ResidualMemory
 from gradcomp.compression.random_k import RandomK
-from gradcomp.compression.registry import QUANTIZERS, UPDATE_COMPRESSORS
+from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.sparsifiers import TopK
-from gradcomp.compression.update_compression import Quantize, UpdateCompressor
+from gradcomp.compression.update_compression import Quantize, QuantizerPipeline
 from gradcomp.compression.value_quantizers import ValueQuantizer
 
 __all__ = [
     "SOURCE_KEYS",
     "SPARSIFIERS",
     "SPEC_KEYS",
-    "UPDATE_COMPRESSORS",
+    "COMPRESSORS",
     "SpecError",
     "build_compressor",
     "check_spec",
@@ -337,9 +337,9 @@ def _refuse_other_keys(s: Mapping[str, Any], kind: str, takes: tuple[str, ...]) 
 
 def _check_update_kind(s: Mapping[str, Any]) -> dict[str, Any]:
     kind = s["compressor"]
-    cls = UPDATE_COMPRESSORS.get(kind)
+    cls = COMPRESSORS.get(kind)
     if cls is None:
-        raise SpecError("compressor", f"{kind!r} is not one of {tuple(UPDATE_COMPRESSORS)}")
+        raise SpecError("compressor", f"{kind!r} is not one of {tuple(COMPRESSORS)}")
     options = getattr(cls, "options", {})
     _refuse_other_keys(s, kind, ("compressor", *cls.spec_keys, *options))
     rate = s.get("rate")
@@ -399,13 +399,13 @@ def build_compressor(
     """The compressor of a spec (see the module doc); raises :class:`SpecError`. A
     :class:`CheckedSpec` is built as it is, any other mapping is checked first.
 
-    An :class:`UpdateCompressor` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
+    A :class:`QuantizerPipeline` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
     else the quantizer's own ``entropy_coder`` method if it has one, else Huffman), else the
-    update-level kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
+    ``compressor`` kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
     """
     s = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
     if s["compressor"] is not None:
-        return UPDATE_COMPRESSORS[s["compressor"]].from_spec(s)
+        return COMPRESSORS[s["compressor"]].from_spec(s)
     if s["class"] is not None:
         return user_compressors.build_user_compressor(s)
     quantizer = make_quantizer(s, fit_fn=fit_fn)
@@ -415,7 +415,7 @@ def build_compressor(
     elif s["sparsifier"] == "randomk":
         # with error feedback unscaled (Stich et al. 2018): the scaled one's memory diverges
         sparsifier = RandomK(s["topk"], seed=s["seed"], unbiased=not s["error_feedback"])
-    return UpdateCompressor(
+    return QuantizerPipeline(
         Quantize(quantizer, s["min_entries"]),
         topk=sparsifier,
         memory=(

@@ -33,8 +33,8 @@ import torch
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, default_fit
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
 from gradcomp.quantization.lloyd import lloyd_design
+from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 from gradcomp.quantization.tcq import TCQ_STATES, Trellis, refine_codebook, tcq_decode, viterbi
-from gradcomp.quantization.uniform_levels import uniform_minmax_levels
 
 log = logging.getLogger(__name__)
 

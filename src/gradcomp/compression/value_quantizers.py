@@ -32,7 +32,7 @@ import torch
 
 from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.quantization.level_quantizer import LevelQuantizer
-from gradcomp.quantization.uniform_levels import uniform_minmax_levels
+from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 
 __all__ = [
     "Float16",
@@ -169,5 +169,5 @@ class UniformQuantizer(ValueQuantizer):
 
     def encode(self, values, name=""):
         lo, hi = float(values.min()), float(values.max())
-        levels = uniform_minmax_levels(lo, hi, self.rate, slip=self.slip)
+        levels = uniform_minmax_levels(lo, hi, self.rate, extra_level=self.slip)
         return level_values(self.kind, values, levels, {"min": lo, "max": hi})

@@ -92,7 +92,7 @@ def code_tensor(
     *,
     coders: Sequence[CoderSpec] | None = None,
     shape: tuple[int, ...] | None = None,
-    slip: bool = False,
+    sign_per_symbol: bool = False,
     general_purpose: bool = True,
     verify: bool = False,
     streams: bool = True,
@@ -105,10 +105,10 @@ def code_tensor(
     ``length`` (:data:`LENGTHS`), ``payload_bits``, ``side_bits``, ``n_saturated`` (entries
     beyond the grid's extreme levels), ``n_nonzero`` (entries on a non-zero level),
     ``n_exact_zero``, ``zero_share`` (share on the zero level, exact zeros included) and
-    ``saturated_share``. ``slip`` charges a raw-sign coder one sign bit per magnitude symbol
-    instead of one per non-zero entry; ``general_purpose=False`` leaves out the byte
-    compressors (zlib, bz2, lzma, zstd, lzma_shuffled); ``verify`` decodes every stream and
-    raises if it is not the input.
+    ``saturated_share``. ``sign_per_symbol`` charges a raw-sign coder one sign bit per
+    magnitude symbol instead of one per non-zero entry (the ``slip`` accounting's sign bits);
+    ``general_purpose=False`` leaves out the byte compressors (zlib, bz2, lzma, zstd,
+    lzma_shuffled); ``verify`` decodes every stream and raises if it is not the input.
 
     ``streams=False`` codes only the coders and bounds whose size follows from the symbol
     counts (:func:`~gradcomp.coding.counts.is_counted`), from the counts, without writing a
@@ -128,7 +128,7 @@ def code_tensor(
         specs = [s for s in specs if is_counted(s.cls)]
         counts, n_saturated = tensor_counts(values.reshape(rows_cols), grid, fits)
     numel = int(np.prod(rows_cols))
-    sign_change = grid.n_magnitudes - counts.n_nonzero if slip else 0
+    sign_change = grid.n_magnitudes - counts.n_nonzero if sign_per_symbol else 0
     rows = []
     for spec in specs:
         coder = spec.build()
@@ -210,8 +210,9 @@ def code_values(
     a float64 torch tensor with ``streams=False``), one per (scaling, accounting, coder),
     with ``numel``, ``grid``, ``scaling``, ``scale_exponent``, ``accounting`` and
     :func:`code_tensor`'s columns; ``models``: the tensor's fit per family (unscaled).
-    ``slip`` scales an ``epoch_avg`` by ``n_batches / (n_batches - 1)``; ``streams``: as in
-    :func:`code_tensor`; the other keywords as in :func:`code_run`."""
+    The ``slip`` accounting scales an ``epoch_avg`` by ``n_batches / (n_batches - 1)`` and
+    charges sign bits per symbol; ``streams``: as in :func:`code_tensor`; the other keywords
+    as in :func:`code_run`."""
     rows = []
     for scaling, accounting in itertools.product(scalings, accountings):
         slip = accounting == "slip"
@@ -225,7 +226,7 @@ def code_values(
             {f: _scaled(m, factor) for f, m in models.items()},
             grid,
             coders=coders,
-            slip=slip,
+            sign_per_symbol=slip,
             general_purpose=general_purpose,
             verify=verify,
             streams=streams,

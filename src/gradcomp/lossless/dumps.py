@@ -32,7 +32,7 @@ from safetensors.torch import load_file, save_file
 
 from gradcomp.artifacts import atomic_path
 
-KINDS = ("epoch_avg", "last_batch")
+DUMP_KINDS = ("epoch_avg", "last_batch")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class GradientDump:
     @property
     def names(self) -> list[str]:
         """Dumped parameter names, in the model's order."""
-        return list(self.tensors[KINDS[0]])
+        return list(self.tensors[DUMP_KINDS[0]])
 
     @property
     def epoch(self) -> int:
@@ -60,11 +60,11 @@ def write_dump(
     """Write ``tensors[kind][name]`` atomically (temporary file, then rename)."""
     flat = {
         f"{kind}/{name}": t.detach().to("cpu", torch.float32, copy=True).contiguous()
-        for kind in KINDS
+        for kind in DUMP_KINDS
         for name, t in tensors[kind].items()
     }
     meta = {k: str(v) for k, v in metadata.items()}
-    meta["order"] = ",".join(tensors[KINDS[0]])
+    meta["order"] = ",".join(tensors[DUMP_KINDS[0]])
     header = {"gradcomp": json.dumps(meta, sort_keys=True)}
     with atomic_path(path) as tmp:
         save_file(flat, str(tmp), metadata=header)
@@ -79,5 +79,5 @@ def read_dump(path: Path) -> GradientDump:
     metadata = json.loads(header["gradcomp"])
     flat = load_file(str(path))
     order = metadata.get("order", "").split(",")
-    tensors = {kind: {name: flat[f"{kind}/{name}"] for name in order} for kind in KINDS}
+    tensors = {kind: {name: flat[f"{kind}/{name}"] for name in order} for kind in DUMP_KINDS}
     return GradientDump(tensors, metadata)

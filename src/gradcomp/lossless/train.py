@@ -43,7 +43,7 @@ from torch import nn
 
 from gradcomp.artifacts import atomic_torch_save, write_tsv
 from gradcomp.data import Cifar10, test_draw
-from gradcomp.lossless.dumps import KINDS, write_dump
+from gradcomp.lossless.dumps import DUMP_KINDS, write_dump
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings, write_streamed
 from gradcomp.models import build_model
 from gradcomp.training import evaluate, resolve_device, train_epoch
@@ -139,7 +139,7 @@ class GradientAccumulator:
         """``{"epoch_avg": ..., "last_batch": ...}`` as float32 tensors (standard layout)."""
         avg = {n: (s / self.n_batches).float().contiguous() for n, s in self.sums.items()}
         last = {n: p.grad.detach().float().contiguous() for n, p in self.params.items()}
-        return dict(zip(KINDS, (avg, last), strict=True))
+        return dict(zip(DUMP_KINDS, (avg, last), strict=True))
 
 
 def divergence_check(

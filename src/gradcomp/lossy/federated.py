@@ -11,7 +11,8 @@
 
 :class:`Federation` holds what every round needs (users, local training with the shared or
 fresh optimizer state, evaluation); :func:`run_federated` drives it with one compressor per
-user, and :mod:`gradcomp.lossy.one_round` drives it along a reference trajectory.
+user, and :mod:`gradcomp.lossy.one_round` drives it along a reference trajectory; the
+``federated`` rule runs it through :func:`gradcomp.lossy.federated_stage.federated_stage`.
 
 Determinism: every random stream is seeded from ``(seed, round, user)``, so the same
 settings give bitwise identical results (on one device and thread count); compressors of

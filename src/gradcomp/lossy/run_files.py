@@ -1,5 +1,7 @@
 """Files of one federated run: round, uplink and kept tables, each with the run's identity
-as its first columns (:data:`RUN_IDENTITY`), and the last-round update snapshot."""
+as its first columns (:data:`RUN_IDENTITY`), and the last-round update snapshot (writing and
+reading only; the ``federated`` stage that runs and writes them is
+:mod:`gradcomp.lossy.federated_stage`)."""
 
 from __future__ import annotations
 
@@ -10,17 +12,9 @@ from pathlib import Path
 import torch
 
 from gradcomp.artifacts import atomic_path, write_tsv
-from gradcomp.lossy.federated import (
-    KEPT_COLUMNS,
-    ROUND_COLUMNS,
-    UPLINK_COLUMNS,
-    FederatedResult,
-    FederatedSettings,
-    run_federated,
-)
-from gradcomp.lossy.uplink import compressor_factory
+from gradcomp.lossy.federated import KEPT_COLUMNS, ROUND_COLUMNS, UPLINK_COLUMNS, FederatedResult
 
-__all__ = ["RUN_IDENTITY", "federated_stage", "read_snapshot", "save_snapshot", "write_rounds"]
+__all__ = ["RUN_IDENTITY", "read_snapshot", "save_snapshot", "write_rounds"]
 
 SNAPSHOT_PARTS = ("before", "after", "kept")
 #: The identity columns that lead every table of a federated run (warm start: its seed, -1
@@ -76,48 +70,3 @@ def read_snapshot(path: Path) -> dict[str, dict[str, torch.Tensor]]:
         names = json.loads((fh.metadata() or {}).get("gradcomp", "{}")).get("names", [])
     flat = load_file(str(path))
     return {part: {n: flat[f"{part}/{n}"] for n in names} for part in SNAPSHOT_PARTS}
-
-
-def federated_stage(
-    data_path: Path,
-    settings: dict[str, object],
-    spec: Mapping[str, object],
-    *,
-    identity: Mapping[str, object],
-    rounds_tsv: Path,
-    uplink_tsv: Path,
-    update_path: Path,
-    kept_tsv: Path | None = None,
-    warm_start: Path | None = None,
-    threads: int = 1,
-    device: str = "cpu",
-) -> FederatedResult:
-    """The ``federated`` stage: one run of :func:`run_federated` with the compressor ``spec``
-    (one per user, :func:`gradcomp.lossy.uplink.compressor_factory`), and its files
-    (``kept_tsv``: the per-round, per-user, per-tensor kept fractions, if given), whose rows
-    carry the run's model and seed (from ``settings``) and ``identity``'s compressor, rate,
-    M and warm start.
-
-    ``settings`` are :class:`FederatedSettings` keywords other than ``threads`` and
-    ``device``, which say where the job runs; ``warm_start``: a
-    :func:`gradcomp.lossy.warm_start.warm_start_stage` file to start from.
-    """
-    from gradcomp.data import load_cifar10
-    from gradcomp.lossy.warm_start import load_warm_start
-
-    full = FederatedSettings(**settings, threads=int(threads), device=device)
-    result = run_federated(
-        load_cifar10(Path(data_path)),
-        full,
-        compressor_factory(spec, full.seed),
-        initial_state=load_warm_start(warm_start) if warm_start else None,
-    )
-    write_rounds(
-        result,
-        {**identity, "model": full.model, "seed": full.seed},
-        Path(rounds_tsv),
-        Path(uplink_tsv),
-        None if kept_tsv is None else Path(kept_tsv),
-    )
-    save_snapshot(result.snapshot, Path(update_path))
-    return result

@@ -1,7 +1,7 @@
 """Scalar quantization: fixed grids (FP8, FP4, uniform; :mod:`~gradcomp.quantization.grids`),
 the nearest-level quantizer with its one tie rule (:mod:`~gradcomp.quantization.level_quantizer`),
-uniform levels (:mod:`~gradcomp.quantization.uniform_levels`), the fitted laws' cell moments
-(:mod:`~gradcomp.quantization.symmetric_law`, far tails in
+uniform levels from a tensor's min to max (:mod:`~gradcomp.quantization.minmax_levels`), the
+fitted laws' cell moments (:mod:`~gradcomp.quantization.symmetric_law`, far tails in
 :mod:`~gradcomp.quantization.tail_gamma`), Lloyd design under the |g|^M weighted distortion
 (:mod:`~gradcomp.quantization.lloyd`, Newton steps in :mod:`~gradcomp.quantization.lloyd_newton`,
 the authors' released variant in :mod:`~gradcomp.quantization.released_lloyd`), its data
