@@ -118,6 +118,19 @@ def test_library_map_names_every_rule() -> None:
     assert sorted(r for r in rule_names() if f"`{r}`" not in text) == []
 
 
+def test_t1_caption_and_coder_guide_name_every_builtin_coder() -> None:
+    """Planted bug that fails it: a new built-in coder without a word in T1's caption or
+    docs/coders.md (T1's caption listed 11 of 22 before this test)."""
+    from gradcomp.coding.registry import builtin_specs
+
+    names = [n.replace("gennorm", "<family>") if n.split("_")[0] in ("huffman", "xent") else n
+             for n in builtin_specs(("gennorm",))]  # fmt: skip
+    assert len(names) > 20
+    for page in (REPO / "workflow" / "report" / "T1.rst", REPO / "docs" / "coders.md"):
+        text = page.read_text()
+        assert [n for n in names if f"``{n}``" not in text and f"`{n}`" not in text] == [], page
+
+
 def test_library_map_names_every_module_and_no_other() -> None:
     """Planted bugs that fail it: a new module left out of the table, a module renamed or
     deleted while the table still names it."""

@@ -16,7 +16,9 @@ rebuild it.
 The ``slip`` accounting reproduces the authors' code: the epoch average is
 divided by ``n_batches - 1`` instead of ``n_batches`` (values and fitted loc
 and scale scaled by ``n/(n-1)``) and one sign bit is charged per codebook
-symbol instead of one per non-zero entry.
+symbol instead of one per non-zero entry. Its rows hold only the coders that send signs
+as raw bits (Huffman, i.i.d. and per-channel ANS, the entropies), so that every row is
+charged alike; the others have ``exact`` rows only.
 
 FP8 is not scale-invariant (E5M2 normals start at 2**-14, subnormals at 2**-16, the
 largest value is 57344), so every row records the share of entries the grid rounds to
@@ -105,8 +107,11 @@ def code_tensor(
     ``length`` (:data:`LENGTHS`), ``payload_bits``, ``side_bits``, ``n_saturated`` (entries
     beyond the grid's extreme levels), ``n_nonzero`` (entries on a non-zero level),
     ``n_exact_zero``, ``zero_share`` (share on the zero level, exact zeros included) and
-    ``saturated_share``. ``sign_per_symbol`` charges a raw-sign coder one sign bit per
-    magnitude symbol instead of one per non-zero entry (the ``slip`` accounting's sign bits);
+    ``saturated_share``. ``sign_per_symbol`` charges one sign bit per magnitude symbol
+    instead of one per non-zero entry (the ``slip`` accounting's sign bits) and codes only
+    the coders that send their signs as raw bits (``raw_signs``), the only ones whose signs
+    can be re-charged: a context coder or byte compressor codes its signs inside its stream,
+    so a row of it would compare a re-charged Huffman with an un-charged stream;
     ``general_purpose=False`` leaves out the byte compressors (zlib, bz2, lzma, zstd,
     lzma_shuffled); ``verify`` decodes every stream and raises if it is not the input.
 
@@ -119,6 +124,8 @@ def code_tensor(
     specs = list(builtin_specs(list(fits)).values() if coders is None else coders)
     if not general_purpose:
         specs = [s for s in specs if s.cls not in GENERAL_PURPOSE]
+    if sign_per_symbol:
+        specs = [s for s in specs if getattr(s.cls, "raw_signs", False)]
     if streams:
         values = np.asarray(values)
         symbols, n_saturated = grid.encode(values)
@@ -145,8 +152,7 @@ def code_tensor(
             payload, side, length = stream.payload_bits, stream.side_bits, "stream"
             if verify and not np.array_equal(coder.decode(stream, grid, fits), x.symbols):
                 raise RuntimeError(f"coder {spec.name}: decoded symbols differ from the input")
-        if getattr(coder, "raw_signs", False):
-            payload += sign_change
+        payload += sign_change
         rows.append({"coder": spec.name, "length": length, "payload_bits": payload,
                      "side_bits": side})  # fmt: skip
     counts_and_shares = {
