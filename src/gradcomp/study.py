@@ -36,6 +36,7 @@ from gradcomp.study_pieces import (
 )
 
 __all__ = [
+    "CODING_CHECKED",
     "DEFAULT_RESOURCES",
     "DataSection",
     "DistortionStudy",
@@ -49,6 +50,9 @@ __all__ = [
     "load_study",
 ]
 
+#: ``lossless.coding`` keys that leave the study only as checked pieces (``coders``,
+#: ``stream`` and ``streamed``), not in :attr:`LosslessSection.coding`.
+CODING_CHECKED = ("coders", "stream", "sample")
 #: Resources of a heavy rule that ``resources`` does not list (mem_mb, runtime in minutes, GPUs).
 DEFAULT_RESOURCES = MappingProxyType({"mem_mb": 4000, "runtime": 60, "gpu": 0})
 
@@ -66,10 +70,12 @@ class DataSection:
 
 @dataclass(frozen=True)
 class LosslessSection:
-    """Paper L: training with dumps (``lossless``); ``fit``, ``coding`` and ``positions`` are
-    the config's mappings as validated (read-only); ``coders`` the checked coders of
+    """Paper L: training with dumps (``lossless``); ``fit`` and ``positions`` are the config's
+    mappings as validated (read-only), ``coding`` is ``lossless.coding`` without the keys held
+    in their checked form only (:data:`CODING_CHECKED`): ``coders`` the checked coders of
     ``coding.coders``, ``l5_coders`` the (name, colour) pairs L5 draws, ``stream`` the
-    streamed coding's settings and ``streamed`` whether each model's training job streams."""
+    streamed coding's settings (with ``coding.sample``) and ``streamed`` whether each model's
+    training job streams (``coding.stream``)."""
 
     models: tuple[str, ...]
     runs: int
@@ -279,7 +285,7 @@ def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
         fit=freeze(c["fit"]),
         test_images=c["test_images"],
         positions=freeze(c["positions"]),
-        coding=freeze(c["coding"]),
+        coding=freeze({k: v for k, v in c["coding"].items() if k not in CODING_CHECKED}),
         coders=coders,
         l5_coders=l5_coders(c["coding"], coders),
         stream=stream_settings(c, coders),

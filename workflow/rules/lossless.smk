@@ -81,8 +81,9 @@ rule code_lossless:
     output:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
-        # stream says where the rows come from, not what they are: no rerun trigger
-        coding={k: plain(v) for k, v in LOSSLESS.coding.items() if k not in ("stream", "sample", "coders")},
+        # the per-tensor settings; the coders come checked (below), and stream says where the
+        # rows come from, not what they are: no rerun trigger (gradcomp.study.CODING_CHECKED)
+        coding=plain(LOSSLESS.coding),
         coders=CODERS,
     log:
         "results/logs/lossless/{model}/run{run}/code.log",
