@@ -127,8 +127,6 @@ LOSSY = STUDY.lossy
 #: The variant label with wildcards, {compressor}/R{rate}_M{m} (built by variant_label).
 VARIANT_WILDCARDS = variant_label("{compressor}", "{rate}", "{m}")
 LOSSY_RUN = f"results/lossy/{{model}}/{VARIANT_WILDCARDS}/seed{{seed}}"
-# The variants (name, rate, M), in config order (gradcomp.study checked their specs).
-VARIANTS = [(v.name, v.rate, v.M) for v in LOSSY.variants]
 #: Compressor name -> what builds it (its quantizer or compressor kind, or "class").
 COMPRESSOR_KINDS = LOSSY.compressor_kinds
 BASELINE = LOSSY.baseline
@@ -173,18 +171,13 @@ def lossy_dir(model, compressor, rate, m, seed):
     return LOSSY_RUN.format(model=model, compressor=compressor, rate=rate, m=m, seed=seed)
 
 
-def has_full_runs(c, r, m):
-    """Whether variant (c, r, m) gets full federated runs (lossy.full_runs names its
-    compressor or its label)."""
-    return LOSSY.has_full_runs(c, r, m)
-
-
 def lossy_run_files(model, name):
-    """One file (rounds.tsv, uplink.tsv, ...) of every full federated run of ``model``."""
+    """One file (rounds.tsv, uplink.tsv, ...) of every full federated run of ``model``: the
+    variants (config order) that lossy.full_runs names by compressor or label."""
     return [
-        f"{lossy_dir(model, c, r, m, s)}/{name}"
-        for c, r, m in VARIANTS
-        if has_full_runs(c, r, m)
+        f"{lossy_dir(model, v.name, v.rate, v.M, s)}/{name}"
+        for v in LOSSY.variants
+        if LOSSY.has_full_runs(v.name, v.rate, v.M)
         for s in LOSSY.seeds
     ]
 
