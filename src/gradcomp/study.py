@@ -96,6 +96,19 @@ class LosslessSection:
     stream: StreamSettings
     streamed: Mapping[str, bool]
 
+    def train_settings(self, model: str, run: int) -> dict[str, Any]:
+        """:class:`gradcomp.lossless.train.TrainSettings` keywords of run ``run`` of ``model``
+        as plain data, a workflow param (the job adds threads and device): the streamed
+        coding's settings with the checked coders (``stream``) only where the model streams,
+        so that a run without streaming keeps its params."""
+        return dict(
+            model=model, seed=int(run), epochs=self.epochs, batch_size=self.batch_size,
+            lr=self.lr, loss_reduction=self.loss_reduction, momentum=self.momentum,
+            augment=self.augment, test_images=self.test_images,
+            dump_tensors=list(self.dump_tensors.get(model, ["*"])),
+            **({"stream": self.stream.as_params()} if self.streamed[model] else {}),
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class DistortionStudy:

@@ -45,12 +45,11 @@ LOSSLESS = STUDY.lossless
 LOSSLESS_RUN = "results/lossless/{model}/run{run}"
 POSITIONS_TSV = "results/lossless/{model}/positions.tsv"
 
-STREAMED = LOSSLESS.streamed
 # Whole-model coding in the training job (lossless.coding.stream): with any model streaming,
 # every training job declares coded_all.tsv (a header only where its model does not stream)
-# and code_lossless reads it; with none (the default config) the DAG is as without it.
-ANY_STREAMED = any(STREAMED.values())
-STREAM_PARAMS = LOSSLESS.stream.as_params()
+# and code_lossless reads it; with none (the default config) the DAG is as without it. The
+# training job's settings, streamed coding included: LOSSLESS.train_settings (lossless.smk).
+ANY_STREAMED = any(LOSSLESS.streamed.values())
 
 
 def lossless_runs():
@@ -82,25 +81,6 @@ def figure_epochs():
     """The early, middle and last epoch shown in L1."""
     last = LOSSLESS.epochs
     return sorted({1, (last + 1) // 2, last})
-
-
-def train_settings(wildcards):
-    """gradcomp.lossless.train.TrainSettings keyword arguments of one run (threads and
-    device are added by the script)."""
-    return dict(
-        model=wildcards.model,
-        seed=int(wildcards.run),
-        epochs=LOSSLESS.epochs,
-        batch_size=LOSSLESS.batch_size,
-        lr=LOSSLESS.lr,
-        loss_reduction=LOSSLESS.loss_reduction,
-        momentum=LOSSLESS.momentum,
-        augment=LOSSLESS.augment,
-        test_images=LOSSLESS.test_images,
-        dump_tensors=list(LOSSLESS.dump_tensors.get(wildcards.model, ["*"])),
-        # only when streaming, so that a run without it keeps its params (no rerun)
-        **({"stream": STREAM_PARAMS} if STREAMED[wildcards.model] else {}),
-    )
 
 
 def coded_all(model="{model}", run="{run}"):

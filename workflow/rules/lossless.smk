@@ -27,7 +27,8 @@ rule train_lossless:
         log_tsv=f"{LOSSLESS_RUN}/train_log.tsv",
         coded=coded_all(),
     params:
-        settings=train_settings,
+        # TrainSettings keywords, with the streamed coding where the model streams
+        settings=lambda wc: LOSSLESS.train_settings(wc.model, int(wc.run)),
         # undeclared: checkpoint and finished epochs, so an interrupted job resumes
         state_dir=lambda wc: f"{run_dir(wc.model, wc.run)}/state",
     log:
