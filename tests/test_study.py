@@ -154,6 +154,30 @@ BAD = [
 ]
 
 
+def test_train_settings_carry_the_checked_coders_only_where_a_model_streams() -> None:
+    """The training job's param: TrainSettings keywords, the streamed coding (checked coders
+    as plain data, the sample) only for the model whose dumps are restricted, and the coder
+    list nowhere in ``coding`` (planted bugs: stream settings given to every model, which
+    would rerun every training job; the raw coder entries handed on beside the checked ones)."""
+    from gradcomp.lossless.stream import StreamSettings
+
+    study = load_study(
+        config(lossless__dump_tensors={"cnn": ["conv1.weight"]},
+               lossless__coding__coders=["fp8", {"name": "mine", "color": "red",
+                                                  "class": "gradcomp.coding.bounds:Entropy"}]),
+        SCHEMA,
+    )  # fmt: skip
+    lossless = study.lossless
+    plain = lossless.train_settings("resnet20", 1)
+    assert plain["seed"] == 1 and plain["dump_tensors"] == ["*"] and "stream" not in plain
+    streamed = lossless.train_settings("cnn", 0)
+    assert streamed["dump_tensors"] == ["conv1.weight"]
+    rebuilt = StreamSettings.from_params(streamed["stream"])
+    assert [c.name for c in rebuilt.coders] == ["fp8", "mine"] == [c.name for c in lossless.coders]
+    assert rebuilt == lossless.stream
+    assert not {"coders", "stream", "sample"} & set(lossless.coding)
+
+
 @pytest.mark.parametrize(("key", "changes"), BAD)
 def test_each_cross_key_check_names_its_key(key: str, changes: dict) -> None:
     """Planted bug: any one check dropped or naming another key (the default config passes

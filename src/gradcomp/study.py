@@ -36,6 +36,7 @@ from gradcomp.study_pieces import (
 )
 
 __all__ = [
+    "CODING_CHECKED",
     "DEFAULT_RESOURCES",
     "DataSection",
     "DistortionStudy",
@@ -49,6 +50,9 @@ __all__ = [
     "load_study",
 ]
 
+#: ``lossless.coding`` keys that leave the study only as checked pieces (``coders``,
+#: ``stream`` and ``streamed``), not in :attr:`LosslessSection.coding`.
+CODING_CHECKED = ("coders", "stream", "sample")
 #: Resources of a heavy rule that ``resources`` does not list (mem_mb, runtime in minutes, GPUs).
 DEFAULT_RESOURCES = MappingProxyType({"mem_mb": 4000, "runtime": 60, "gpu": 0})
 
@@ -66,10 +70,12 @@ class DataSection:
 
 @dataclass(frozen=True)
 class LosslessSection:
-    """Paper L: training with dumps (``lossless``); ``fit``, ``coding`` and ``positions`` are
-    the config's mappings as validated (read-only); ``coders`` the checked coders of
+    """Paper L: training with dumps (``lossless``); ``fit`` and ``positions`` are the config's
+    mappings as validated (read-only), ``coding`` is ``lossless.coding`` without the keys held
+    in their checked form only (:data:`CODING_CHECKED`): ``coders`` the checked coders of
     ``coding.coders``, ``l5_coders`` the (name, colour) pairs L5 draws, ``stream`` the
-    streamed coding's settings and ``streamed`` whether each model's training job streams."""
+    streamed coding's settings (with ``coding.sample``) and ``streamed`` whether each model's
+    training job streams (``coding.stream``)."""
 
     models: tuple[str, ...]
     runs: int
@@ -89,6 +95,19 @@ class LosslessSection:
     l5_coders: tuple[tuple[str, str], ...]
     stream: StreamSettings
     streamed: Mapping[str, bool]
+
+    def train_settings(self, model: str, run: int) -> dict[str, Any]:
+        """:class:`gradcomp.lossless.train.TrainSettings` keywords of run ``run`` of ``model``
+        as plain data, a workflow param (the job adds threads and device): the streamed
+        coding's settings with the checked coders (``stream``) only where the model streams,
+        so that a run without streaming keeps its params."""
+        return dict(
+            model=model, seed=int(run), epochs=self.epochs, batch_size=self.batch_size,
+            lr=self.lr, loss_reduction=self.loss_reduction, momentum=self.momentum,
+            augment=self.augment, test_images=self.test_images,
+            dump_tensors=list(self.dump_tensors.get(model, ["*"])),
+            **({"stream": self.stream.as_params()} if self.streamed[model] else {}),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -279,7 +298,7 @@ def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
         fit=freeze(c["fit"]),
         test_images=c["test_images"],
         positions=freeze(c["positions"]),
-        coding=freeze(c["coding"]),
+        coding=freeze({k: v for k, v in c["coding"].items() if k not in CODING_CHECKED}),
         coders=coders,
         l5_coders=l5_coders(c["coding"], coders),
         stream=stream_settings(c, coders),

@@ -45,12 +45,11 @@ LOSSLESS = STUDY.lossless
 LOSSLESS_RUN = "results/lossless/{model}/run{run}"
 POSITIONS_TSV = "results/lossless/{model}/positions.tsv"
 
-STREAMED = LOSSLESS.streamed
 # Whole-model coding in the training job (lossless.coding.stream): with any model streaming,
 # every training job declares coded_all.tsv (a header only where its model does not stream)
-# and code_lossless reads it; with none (the default config) the DAG is as without it.
-ANY_STREAMED = any(STREAMED.values())
-STREAM_PARAMS = LOSSLESS.stream.as_params()
+# and code_lossless reads it; with none (the default config) the DAG is as without it. The
+# training job's settings, streamed coding included: LOSSLESS.train_settings (lossless.smk).
+ANY_STREAMED = any(LOSSLESS.streamed.values())
 
 
 def lossless_runs():
@@ -84,25 +83,6 @@ def figure_epochs():
     return sorted({1, (last + 1) // 2, last})
 
 
-def train_settings(wildcards):
-    """gradcomp.lossless.train.TrainSettings keyword arguments of one run (threads and
-    device are added by the script)."""
-    return dict(
-        model=wildcards.model,
-        seed=int(wildcards.run),
-        epochs=LOSSLESS.epochs,
-        batch_size=LOSSLESS.batch_size,
-        lr=LOSSLESS.lr,
-        loss_reduction=LOSSLESS.loss_reduction,
-        momentum=LOSSLESS.momentum,
-        augment=LOSSLESS.augment,
-        test_images=LOSSLESS.test_images,
-        dump_tensors=list(LOSSLESS.dump_tensors.get(wildcards.model, ["*"])),
-        # only when streaming, so that a run without it keeps its params (no rerun)
-        **({"stream": STREAM_PARAMS} if STREAMED[wildcards.model] else {}),
-    )
-
-
 def coded_all(model="{model}", run="{run}"):
     """The training job's coding rows of every tensor (``[]`` when no model streams)."""
     return [f"{run_dir(model, run)}/coded_all.tsv"] if ANY_STREAMED else []
@@ -127,8 +107,6 @@ LOSSY = STUDY.lossy
 #: The variant label with wildcards, {compressor}/R{rate}_M{m} (built by variant_label).
 VARIANT_WILDCARDS = variant_label("{compressor}", "{rate}", "{m}")
 LOSSY_RUN = f"results/lossy/{{model}}/{VARIANT_WILDCARDS}/seed{{seed}}"
-# The variants (name, rate, M), in config order (gradcomp.study checked their specs).
-VARIANTS = [(v.name, v.rate, v.M) for v in LOSSY.variants]
 #: Compressor name -> what builds it (its quantizer or compressor kind, or "class").
 COMPRESSOR_KINDS = LOSSY.compressor_kinds
 BASELINE = LOSSY.baseline
@@ -173,18 +151,13 @@ def lossy_dir(model, compressor, rate, m, seed):
     return LOSSY_RUN.format(model=model, compressor=compressor, rate=rate, m=m, seed=seed)
 
 
-def has_full_runs(c, r, m):
-    """Whether variant (c, r, m) gets full federated runs (lossy.full_runs names its
-    compressor or its label)."""
-    return LOSSY.has_full_runs(c, r, m)
-
-
 def lossy_run_files(model, name):
-    """One file (rounds.tsv, uplink.tsv, ...) of every full federated run of ``model``."""
+    """One file (rounds.tsv, uplink.tsv, ...) of every full federated run of ``model``: the
+    variants (config order) that lossy.full_runs names by compressor or label."""
     return [
-        f"{lossy_dir(model, c, r, m, s)}/{name}"
-        for c, r, m in VARIANTS
-        if has_full_runs(c, r, m)
+        f"{lossy_dir(model, v.name, v.rate, v.M, s)}/{name}"
+        for v in LOSSY.variants
+        if LOSSY.has_full_runs(v.name, v.rate, v.M)
         for s in LOSSY.seeds
     ]
 

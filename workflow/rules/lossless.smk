@@ -27,7 +27,8 @@ rule train_lossless:
         log_tsv=f"{LOSSLESS_RUN}/train_log.tsv",
         coded=coded_all(),
     params:
-        settings=train_settings,
+        # TrainSettings keywords, with the streamed coding where the model streams
+        settings=lambda wc: LOSSLESS.train_settings(wc.model, int(wc.run)),
         # undeclared: checkpoint and finished epochs, so an interrupted job resumes
         state_dir=lambda wc: f"{run_dir(wc.model, wc.run)}/state",
     log:
@@ -81,8 +82,9 @@ rule code_lossless:
     output:
         coding=f"{LOSSLESS_RUN}/coding.tsv",
     params:
-        # stream says where the rows come from, not what they are: no rerun trigger
-        coding={k: plain(v) for k, v in LOSSLESS.coding.items() if k not in ("stream", "sample", "coders")},
+        # the per-tensor settings; the coders come checked (below), and stream says where the
+        # rows come from, not what they are: no rerun trigger (gradcomp.study.CODING_CHECKED)
+        coding=plain(LOSSLESS.coding),
         coders=CODERS,
     log:
         "results/logs/lossless/{model}/run{run}/code.log",

@@ -111,7 +111,7 @@ rule distortion_study:
     params:
         tensor=y5_tensor,
         rates=list(DISTORTION.rates),
-        Ms=sorted({m for _, _, m in VARIANTS} | {0}),
+        Ms=sorted({v.M for v in LOSSY.variants} | {0}),
         slip=LOSSY.slip,
     log:
         "results/logs/lossy/{model}/distortion_study.log",
