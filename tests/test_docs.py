@@ -120,7 +120,7 @@ def test_library_map_names_every_rule() -> None:
 
 def test_t1_caption_and_coder_guide_name_every_builtin_coder() -> None:
     """Planted bug that fails it: a new built-in coder without a word in T1's caption or
-    docs/coders.md (T1's caption listed 11 of 22 before this test)."""
+    docs/coders.md (T1's caption missed 6 of the 22 before this test)."""
     from gradcomp.coding.registry import builtin_specs
 
     names = [n.replace("gennorm", "<family>") if n.split("_")[0] in ("huffman", "xent") else n
