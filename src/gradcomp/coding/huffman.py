@@ -52,7 +52,7 @@ def huffman_lengths(weights: np.ndarray) -> np.ndarray:
         return lengths
     order = support[np.argsort(weights[support], kind="stable")]
     depth = _two_queue_depths(np.ascontiguousarray(weights[order], dtype=np.float64))
-    lengths[order] = depth[:n]
+    lengths[order] = depth
     return lengths
 
 

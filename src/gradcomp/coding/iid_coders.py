@@ -20,7 +20,6 @@ from typing import Any
 
 import constriction
 import numpy as np
-import scipy.stats
 from bitarray import bitarray, frozenbitarray
 
 from gradcomp.coding.ans import categorical_model
@@ -29,7 +28,7 @@ from gradcomp.coding.counts import SymbolCounts
 from gradcomp.coding.elias import BitReader, pack_fields
 from gradcomp.coding.huffman import HuffmanCode, huffman_lengths
 from gradcomp.coding.pmf import floor_and_renormalise, model_magnitude_pmf
-from gradcomp.distributions import FAMILIES, FittedDistribution
+from gradcomp.distributions import FAMILIES, FittedDistribution, param_names
 from gradcomp.quantization.grids import GridQuantizer
 
 __all__ = ["AnsModelCoder", "HuffmanEmpiricalCoder", "HuffmanModelCoder", "model_pmf_of"]
@@ -39,12 +38,6 @@ CACHED = 64
 ANS_PRECISION = 24  # bits of constriction's fixed-point probabilities (its default coder)
 _pmfs: dict[tuple, np.ndarray] = {}
 _sides: dict[tuple, tuple] = {}
-
-
-def param_names(family: str) -> list[str]:
-    """The family's scipy parameter names: shapes, then ``loc`` and ``scale``."""
-    shapes = getattr(scipy.stats, family).shapes
-    return [*(shapes.split(", ") if shapes else []), "loc", "scale"]
 
 
 def _remembered(cache: dict, key: tuple, make: Callable[[], Any]) -> Any:

@@ -15,6 +15,7 @@ from gradcomp.distributions.fitting import (
     fit,
     fit_all,
     fit_gennorm,
+    param_names,
 )
 from gradcomp.distributions.goodness_of_fit import (
     TAIL_LEVELS,
@@ -36,6 +37,7 @@ __all__ = [
     "fit_gennorm",
     "goodness_of_fit",
     "ks_statistic",
+    "param_names",
     "tail_probabilities",
     "trimmed_w2",
 ]

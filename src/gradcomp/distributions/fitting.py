@@ -60,9 +60,17 @@ __all__ = [
     "fit",
     "fit_all",
     "fit_gennorm",
+    "param_names",
 ]
 
 FAMILIES: tuple[str, ...] = ("norm", "laplace", "gennorm", "dweibull")
+
+
+def param_names(family: str) -> list[str]:
+    """The family's scipy parameter names: shapes (gennorm ``beta``, dweibull ``c``), then
+    ``loc`` and ``scale``."""
+    shapes = getattr(scipy.stats, family).shapes
+    return [*(shapes.split(", ") if shapes else []), "loc", "scale"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,7 +155,7 @@ class FittedDistribution:
         call this per coder and tensor. Parameters outside the family's range go through
         ``law.cdf`` (NaN, as scipy says)."""
         law = getattr(scipy.stats, self.family)
-        shapes = [self.params[k] for k in (law.shapes.split(", ") if law.shapes else [])]
+        shapes = [self.params[k] for k in param_names(self.family)[:-2]]
         loc, scale = self.params["loc"], self.params["scale"]
         if not (scale > 0 and all(v > 0 for v in shapes)):
             return (law.sf if upper else law.cdf)(x, **self.params)
