@@ -8,13 +8,14 @@ integers (``np.int64`` arrays) indexing an alphabet of size L.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from bitarray import bitarray, decodetree, frozenbitarray
 from bitarray.util import int2ba, zeros
 
-from gradcomp.coding.binary_rc import njit
 from gradcomp.coding.pmf import normalised
 from gradcomp.quantization.grids import as_numpy
 
@@ -51,16 +52,25 @@ def huffman_lengths(weights: np.ndarray) -> np.ndarray:
         lengths[support] = 1
         return lengths
     order = support[np.argsort(weights[support], kind="stable")]
-    depth = _two_queue_depths(np.ascontiguousarray(weights[order], dtype=np.float64))
+    depth = _compiled_depths()(np.ascontiguousarray(weights[order], dtype=np.float64))
     lengths[order] = depth
     return lengths
 
 
-@njit
+@functools.cache
+def _compiled_depths() -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`_two_queue_depths` compiled, on first use: numba is imported then, not with
+    this module (importing it adds ~0.3 s to every process that imports the coders)."""
+    from gradcomp.coding.binary_rc import njit
+
+    return njit(_two_queue_depths)
+
+
 def _two_queue_depths(leaf: np.ndarray) -> np.ndarray:
     """Depths (int64, shape of ``leaf``) of the sorted leaves ``leaf`` (float64, n >= 2,
-    non-decreasing) in the two-queue Huffman tree of :func:`huffman_lengths` (compiled:
-    this loop was a third of whole-model coding's CPU time on resnet20)."""
+    non-decreasing) in the two-queue Huffman tree of :func:`huffman_lengths` (compiled by
+    :func:`_compiled_depths`: this loop was a third of whole-model coding's CPU time on
+    resnet20)."""
     n = leaf.size
     merged = np.empty(n - 1, dtype=np.float64)
     parent = np.zeros(2 * n - 1, dtype=np.int64)  # 0..n-1 the leaves, n + k the k-th merge
