@@ -1,7 +1,8 @@
 """CPU cost of whole-model coding in the training job (lossless.coding.stream), per coded
 entry and epoch.
 
-Run: ``.venv/bin/python bench/bench_stream.py --models cnn resnet20 [--epochs 1 2]``
+Run: ``.venv/bin/python bench/bench_stream.py --models cnn resnet20 [--epochs 1 2]
+[--runs results/lossless/*/run0]``
 
 For each model: random gradients of every trainable tensor (GenNorm(0.8) entries, each
 tensor its own scale 2**uniform(-16, -8), float32 torch tensors on the CPU), coded by
@@ -11,6 +12,10 @@ worker, torch on one thread. Each ``--epochs`` value is coded as that epoch (epo
 in the default ``lossless.coding.sample``, so it writes every coder's stream for the sampled
 tensors; epoch 2 codes every tensor from its counts). Prints the process CPU seconds and
 microseconds per coded entry (entries of the tensors coded, ``epoch_avg`` only).
+
+``--runs``: the same on the real gradients of a workflow run, the epoch-average tensors of
+its dumps (``<run>/grads/epoch*.safetensors``), each coded as its own epoch (epoch 1 with
+the sample's streams); the model is the run folder's parent's name.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import scipy.stats
 import torch
 import yaml
 
+from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.stream import GradientStreamer
 from gradcomp.models import build_model
 from gradcomp.study import load_study
@@ -51,10 +57,20 @@ def merged(base: dict, top: dict) -> dict:
     return out
 
 
+def real_gradients(run: Path) -> list[tuple[int, dict[str, torch.Tensor]]]:
+    """(epoch, the epoch-average tensors) of every dump of a workflow run
+    (``results/lossless/<model>/run<r>/grads/epoch*.safetensors``), in epoch order."""
+    dumps = [read_dump(p) for p in sorted(run.glob("grads/epoch*.safetensors"))]
+    if not dumps:
+        raise SystemExit(f"{run}: no grads/epoch*.safetensors")
+    return sorted((d.epoch, d.tensors["epoch_avg"]) for d in dumps)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["cnn", "resnet20"])
+    ap.add_argument("--models", nargs="*", default=["cnn", "resnet20"])
     ap.add_argument("--epochs", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--runs", type=Path, nargs="*", default=[])
     ap.add_argument("--configfile", type=Path, nargs="*", default=[])
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -62,11 +78,13 @@ def main() -> None:
     for path in [REPO / "config/config.yaml", *args.configfile]:
         config = merged(config, yaml.safe_load(path.read_text()))
     settings = load_study(config, REPO / "workflow/schemas/config.schema.yaml").lossless.stream
+    jobs = [(m, [(e, g) for e in args.epochs]) for m, g in
+            ((m, gradients(m, seed=0)) for m in args.models)]  # fmt: skip
+    jobs += [(run.parent.name, real_gradients(run)) for run in args.runs]
     print(f"{'model':>10} {'epoch':>5} {'entries':>10} {'rows':>6} {'cpu_s':>8} {'us/entry':>9}")
-    for model in args.models:
-        grads = gradients(model, seed=0)
+    for model, epochs in jobs:
         with GradientStreamer(settings, model=model, run=0, workers=1) as streamer:
-            for epoch in args.epochs:
+            for epoch, grads in epochs:
                 c0 = time.process_time()
                 table = streamer.code({"epoch_avg": grads}, epoch=epoch, n_batches=79)
                 cpu = time.process_time() - c0
