@@ -17,6 +17,7 @@ import scipy.stats
 import torch
 from bitarray.util import canonical_huffman
 
+import gradcomp.coding.counts as counts_module
 from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.counts import SymbolCounts, bin_index, is_counted, tensor_counts
 from gradcomp.coding.huffman import huffman_lengths
@@ -60,6 +61,41 @@ def test_counts_are_those_of_grid_encode(scale, dtype) -> None:
         assert np.array_equal(v.astype(np.float32), v)
     np.testing.assert_array_equal(counts.rows, reference.rows)
     assert counts.n_nonzero == reference.n_nonzero == np.count_nonzero(grid.decode(symbols))
+    assert saturated == n_saturated >= 4
+
+
+DEVICES = [
+    "cpu-bucketize",
+    pytest.param(
+        "cuda",
+        marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    ),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("scale", [1.0, 2.0**-20])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_counts_off_the_cell_table_are_those_of_grid_encode(
+    device, scale, dtype, monkeypatch
+) -> None:
+    """The training device's path, ``bucketize`` and ``bincount`` instead of the CPU's cell
+    table: on a CUDA tensor where there is a GPU, and on the CPU with the cell table
+    switched off (the same torch calls): the same counts as the grid's own quantizer, ties
+    and saturation included, and a CUDA tensor's bin indices stay on the device."""
+    grid = get_grid("fp8_e5m2", scale=scale)
+    v = gradient((48, 75), seed=3).astype(np.float64) * scale
+    symbols, n_saturated = grid.encode(v)
+    reference = SymbolCounts.of_symbols(TensorSymbols(symbols, grid))
+    tensor = torch.from_numpy(v).to(dtype)
+    if device == "cuda":
+        tensor = tensor.cuda()
+        assert bin_index(tensor.abs().double(), grid.magnitude_edges[1:-1]).is_cuda
+    else:
+        monkeypatch.setattr(counts_module, "_cell_tables", lambda raw: (None, None))
+    counts, saturated = tensor_counts(tensor, grid)
+    np.testing.assert_array_equal(counts.rows, reference.rows)
+    assert counts.n_nonzero == reference.n_nonzero
     assert saturated == n_saturated >= 4
 
 
