@@ -3,7 +3,8 @@
 #
 #   scripts/gpu_check.sh CIFAR10_PATH [--dry-run | --tiny] [--workdir DIR]
 #
-#  1. the CUDA tests (compressors on the device equal the CPU's);
+#  1. the CUDA tests (compressors and whole-model coding's symbol counts on the device equal
+#     the CPU's);
 #  2. one epoch of each paper-L model of config/paper.yaml (resnet50v2, densenet121, vgg16)
 #     on all 50,000 training images, with its gradient dumps, through the workflow's
 #     train_lossless rule;
@@ -85,7 +86,8 @@ if [ "$MODE" = gpu ]; then
     "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' || {
         log "torch sees no CUDA device (use --tiny for the CPU check)"; exit 1; }
     log "1/4 CUDA tests"
-    (cd "$REPO" && "$PYTHON" -m pytest -q -x -k cuda tests/test_compressors.py tests/test_field_compressors.py)
+    (cd "$REPO" && "$PYTHON" -m pytest -q -x -k cuda tests/test_compressors.py tests/test_field_compressors.py \
+        tests/test_stream_counts.py)
 else
     log "1/4 CUDA tests: skipped (--tiny)"
 fi
