@@ -46,26 +46,12 @@ def gradient(shape=(24, 75), seed=0) -> np.ndarray:
     return v.astype(np.float32)
 
 
-@pytest.mark.parametrize("scale", [1.0, 2.0**-20, 2.0**7])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_counts_are_those_of_grid_encode(scale, dtype) -> None:
-    """Per-row magnitude counts, non-zero and saturated entries equal those of the grid's
-    own quantizer, ties and saturation included (planted bugs that fail it: bucketize with
-    right=True, ties of negative entries away from zero; saturated entries dropped)."""
-    grid = get_grid("fp8_e5m2", scale=scale)
-    v = gradient().astype(np.float64) * scale
-    symbols, n_saturated = grid.encode(v)
-    reference = SymbolCounts.of_symbols(TensorSymbols(symbols, grid))
-    counts, saturated = tensor_counts(torch.from_numpy(v).to(dtype), grid)
-    if dtype == torch.float32:  # the float32 tensor holds the same values
-        assert np.array_equal(v.astype(np.float32), v)
-    np.testing.assert_array_equal(counts.rows, reference.rows)
-    assert counts.n_nonzero == reference.n_nonzero == np.count_nonzero(grid.decode(symbols))
-    assert saturated == n_saturated >= 4
-
-
-DEVICES = [
-    "cpu-bucketize",
+#: Where the counts are taken: the CPU's cell table; ``bucketize`` and ``bincount`` as on a
+#: training device, on the CPU with the cell table switched off (the same torch calls) and
+#: on a CUDA tensor where there is a GPU.
+PATHS = [
+    "cell-table",
+    "bucketize",
     pytest.param(
         "cuda",
         marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
@@ -73,29 +59,29 @@ DEVICES = [
 ]
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("scale", [1.0, 2.0**-20])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("scale", [1.0, 2.0**-20, 2.0**7])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_counts_off_the_cell_table_are_those_of_grid_encode(
-    device, scale, dtype, monkeypatch
-) -> None:
-    """The training device's path, ``bucketize`` and ``bincount`` instead of the CPU's cell
-    table: on a CUDA tensor where there is a GPU, and on the CPU with the cell table
-    switched off (the same torch calls): the same counts as the grid's own quantizer, ties
-    and saturation included, and a CUDA tensor's bin indices stay on the device."""
+def test_counts_are_those_of_grid_encode(path, scale, dtype, monkeypatch) -> None:
+    """Per-row magnitude counts, non-zero and saturated entries equal those of the grid's
+    own quantizer, ties and saturation included, on every counting path (:data:`PATHS`;
+    a CUDA tensor's bin indices stay on the device). Planted bugs that fail it: bucketize
+    with right=True, ties of negative entries away from zero; saturated entries dropped."""
     grid = get_grid("fp8_e5m2", scale=scale)
-    v = gradient((48, 75), seed=3).astype(np.float64) * scale
+    v = gradient().astype(np.float64) * scale
     symbols, n_saturated = grid.encode(v)
     reference = SymbolCounts.of_symbols(TensorSymbols(symbols, grid))
     tensor = torch.from_numpy(v).to(dtype)
-    if device == "cuda":
+    if path == "cuda":
         tensor = tensor.cuda()
         assert bin_index(tensor.abs().double(), grid.magnitude_edges[1:-1]).is_cuda
-    else:
+    elif path == "bucketize":
         monkeypatch.setattr(counts_module, "_cell_tables", lambda raw: (None, None))
     counts, saturated = tensor_counts(tensor, grid)
+    if dtype == torch.float32:  # the float32 tensor holds the same values
+        assert np.array_equal(v.astype(np.float32), v)
     np.testing.assert_array_equal(counts.rows, reference.rows)
-    assert counts.n_nonzero == reference.n_nonzero
+    assert counts.n_nonzero == reference.n_nonzero == np.count_nonzero(grid.decode(symbols))
     assert saturated == n_saturated >= 4
 
 
