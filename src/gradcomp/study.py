@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 #: ``lossless.coding`` keys that leave the study only as checked pieces (``coders``,
-#: ``stream`` and ``streamed``), not in :attr:`LosslessSection.coding`.
+#: ``stream`` and ``sample``), not in :attr:`LosslessSection.coding`.
 CODING_CHECKED = ("coders", "stream", "sample")
 #: Resources of a heavy rule that ``resources`` does not list (mem_mb, runtime in minutes, GPUs).
 DEFAULT_RESOURCES = MappingProxyType({"mem_mb": 4000, "runtime": 60, "gpu": 0})

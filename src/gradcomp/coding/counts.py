@@ -114,8 +114,9 @@ def bin_index(x: Any, bounds: np.ndarray) -> Any:
     part of whole-model coding. Elsewhere (other grids, other devices) ``bucketize``."""
     import torch
 
-    lo, top = _cell_tables(np.ascontiguousarray(bounds, dtype=np.float64).tobytes())
-    if lo is None or x.device.type != "cpu":
+    raw = np.ascontiguousarray(bounds, dtype=np.float64).tobytes()
+    lo, top = _cell_tables(raw) if x.device.type == "cpu" else (None, None)
+    if lo is None:
         return torch.bucketize(x, torch.as_tensor(bounds, device=x.device), right=False)
     a = x.contiguous().numpy()
     key = a.view(np.int64) >> KEY_SHIFT
