@@ -14,6 +14,7 @@ config.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, varia
 from gradcomp.config import validate_config
 from gradcomp.errors import ConfigError
 from gradcomp.lossless.stream import StreamSettings
+from gradcomp.lossy.matched_bits import kept_set_of
 from gradcomp.study_pieces import (
     compressor_variants,
     configured_coders,
@@ -132,27 +134,34 @@ class DistortionStudy:
 @dataclass(frozen=True)
 class Question:
     """One primary question (``lossy.verdicts.questions``): the ``test`` rate curve at ``M``
-    against the ``reference`` curve at ``reference_M``, at matched measured bits."""
+    against the ``reference`` curve at ``reference_M``, at matched measured bits, matched
+    on the same kept set or against the reference's front (``match``,
+    :mod:`gradcomp.lossy.matched_bits`)."""
 
     test: str
     M: int
     reference: str
     reference_M: int
+    match: str
 
     @property
     def label(self) -> str:
-        """``{test} M{M} vs {reference} M{reference_M}``."""
-        return f"{self.test} M{self.M} vs {self.reference} M{self.reference_M}"
+        """:func:`gradcomp.lossy.verdicts.question_label`."""
+        from gradcomp.lossy.verdicts import question_label
+
+        return question_label(dataclasses.asdict(self))
 
 
 @dataclass(frozen=True)
 class Verdicts:
     """How the primary questions are decided (``lossy.verdicts``): the equivalence margin in
-    nats, the family-wise error rate, the power the detectable difference is stated at."""
+    nats, the family-wise error rate, the power the detectable difference is stated at, the
+    difference (nats) whose required warm starts each verdict states."""
 
     margin: float
     alpha: float
     power: float
+    target: float
     questions: tuple[Question, ...]
 
 
@@ -193,6 +202,8 @@ class LossySection:
     test_images: int | None
     #: compressor name -> the rate curve it joins
     curves: Mapping[str, str]
+    #: variant label -> the kept set it sends (:func:`gradcomp.lossy.matched_bits.kept_set_of`)
+    kept_sets: Mapping[str, str]
     verdicts: Verdicts
     distortion_study: DistortionStudy
     #: model -> {lr, min_entries} overriding the section's for that model
@@ -408,6 +419,7 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
             or (reference and v.label == reference[0].label)
         ]  # fmt: skip
     curves = {v.name: v.curve for v in variants}
+    kept_sets = {v.label: kept_set_of(v.spec) for v in variants}
     curve_Ms: dict[str, set[int]] = {}
     for v in variants:
         curve_Ms.setdefault(v.curve, set()).add(v.M)
@@ -429,15 +441,20 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
             errors.append(f"{where}.M': {q['test']} has no M = {q['M']} ({have})")
             continue
         ref_Ms = curve_Ms[q["reference"]]
-        questions.append(
-            Question(q["test"], q["M"], q["reference"], q["M"] if q["M"] in ref_Ms else min(ref_Ms))
-        )
+        ref_M = q["M"] if q["M"] in ref_Ms else min(ref_Ms)
+        match = q.get("match", "auto")
+        if match == "auto":
+            sets = [{kept_sets[v.label] for v in variants if v.curve == c and v.M == m}
+                    for c, m in ((q["test"], q["M"]), (q["reference"], ref_M))]  # fmt: skip
+            match = "kept_set" if sets[0] & sets[1] else "frontier"
+        questions.append(Question(q["test"], q["M"], q["reference"], ref_M, match))
     if len({q.label for q in questions}) != len(questions):
         errors.append("config key 'lossy.verdicts.questions': a question is asked twice")
     verdicts = Verdicts(
         margin=c["verdicts"]["margin"],
         alpha=c["verdicts"]["alpha"],
         power=c["verdicts"]["power"],
+        target=c["verdicts"]["target"],
         questions=tuple(questions),
     )
     warm = None if c["warm_start"] is None else dict(c["warm_start"])
@@ -469,6 +486,7 @@ def _lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
         warm_start_seeds=warm_seeds,
         test_images=c["test_images"],
         curves=MappingProxyType(curves),
+        kept_sets=MappingProxyType(kept_sets),
         verdicts=verdicts,
         distortion_study=study,
         model_settings=freeze(c["model_settings"]),

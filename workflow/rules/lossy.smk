@@ -323,9 +323,11 @@ rule table_verdicts:
     params:
         questions=verdict_questions(),
         curves=plain(LOSSY.curves),
+        kept_sets=plain(LOSSY.kept_sets),
         margin=LOSSY.verdicts.margin,
         alpha=LOSSY.verdicts.alpha,
         power=LOSSY.verdicts.power,
+        target=LOSSY.verdicts.target,
     log:
         "results/logs/tables/verdicts.log",
     threads: 1

@@ -11,7 +11,9 @@ table_verdicts(
     sm.output.md,
     questions=list(sm.params.questions),
     curves=dict(sm.params.curves),
+    kept_sets=dict(sm.params.kept_sets),
     margin=sm.params.margin,
     alpha=sm.params.alpha,
     power=sm.params.power,
+    target=sm.params.target,
 )

@@ -46,7 +46,7 @@ from gradcomp.data import Cifar10, test_draw
 from gradcomp.lossless.dumps import DUMP_KINDS, write_dump
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings, write_streamed
 from gradcomp.models import build_model
-from gradcomp.training import evaluate, resolve_device, train_epoch
+from gradcomp.training import EVAL_BATCH_SIZE, evaluate, resolve_device, train_epoch
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class TrainSettings:
     loss_reduction: str = "sum"
     augment: bool = True
     dump_tensors: tuple[str, ...] = ("*",)
-    eval_batch_size: int = 1000
+    eval_batch_size: int = EVAL_BATCH_SIZE
     test_images: int | None = None
     threads: int = 1
     device: str = "cpu"

@@ -57,7 +57,7 @@ from gradcomp.lossy.uplink import (
     update_snapshot,
 )
 from gradcomp.models import build_model
-from gradcomp.training import evaluate, resolve_device
+from gradcomp.training import EVAL_BATCH_SIZE, evaluate, resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class FederatedSettings:
     augment: bool = False
     threads: int = 1
     device: str = "cpu"
-    eval_batch_size: int = 1000
+    eval_batch_size: int = EVAL_BATCH_SIZE
     validate_users: bool = True
     test_images: int | None = None
 

@@ -27,7 +27,7 @@ import torch
 
 from gradcomp.data import Cifar10
 from gradcomp.models import build_model
-from gradcomp.training import evaluate, resolve_device, train_epoch
+from gradcomp.training import EVAL_BATCH_SIZE, evaluate, resolve_device, train_epoch
 
 __all__ = [
     "OPTIMIZER_STATES",
@@ -184,7 +184,7 @@ class LocalTrainer:
     lr: float
     augment: bool = False
     validate: bool = True
-    eval_batch_size: int = 1000
+    eval_batch_size: int = EVAL_BATCH_SIZE
     device: str = "cpu"
 
     def __call__(self, task: LocalTask) -> LocalOutcome:

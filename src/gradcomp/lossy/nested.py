@@ -37,6 +37,7 @@ __all__ = [
     "nested_test",
     "tost_p",
     "unit_values",
+    "units_needed",
     "variance_components",
 ]
 
@@ -122,6 +123,28 @@ def min_detectable(se: float, df: int, alpha: float, power: float = 0.8) -> floa
     while shortfall(upper) < 0:
         upper *= 2
     return float(scipy.optimize.brentq(shortfall, 0.0, upper, xtol=1e-10) * se)
+
+
+def units_needed(
+    se: float, units: int, target: float, alpha: float, power: float = 0.8, limit: int = 10_000
+) -> float:
+    """How many units (at the design's seeds per unit) make :func:`min_detectable` at most
+    ``target``, for a unit standard deviation ``se sqrt(units)`` measured on ``units`` units;
+    NaN without a standard error, ``inf`` beyond ``limit``."""
+    if not (np.isfinite(se) and units >= 2 and target > 0):
+        return np.nan
+    sd = se * np.sqrt(units)
+
+    def detects(n: int) -> bool:
+        return min_detectable(sd / np.sqrt(n), n - 1, alpha, power) <= target
+
+    if not detects(limit):
+        return np.inf
+    lo, hi = 2, limit  # detects(hi) holds; find the smallest n that detects
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if detects(mid) else (mid + 1, hi)
+    return float(lo)
 
 
 def variance_components(values, warm_starts) -> tuple[float, float]:

@@ -1,27 +1,37 @@
 """Verdicts: the primary questions of paper Y's study, answered from the one-round study.
 
 Each question (``lossy.verdicts.questions``, declared in the config before the run) compares
-a test rate curve with a reference rate curve at **matched measured bits**: per trajectory
-(warm start, seed), the BD-loss of the test curve against the reference
-(:func:`gradcomp.lossy.rate_curves.bd_loss`: the mean test-loss difference over the log-bits
-range both cover, nats; negative = lower loss for the same bits), and the same for accuracy.
-The trajectories' values go through the two-level design (:mod:`gradcomp.lossy.nested`):
-interval over the warm starts, each the mean of its seeds.
+a test rate curve with a reference rate curve **at matched measured bits**, one way or the
+other (its ``match``, :mod:`gradcomp.lossy.matched_bits`):
+
+- ``kept_set``: each test configuration against the reference's configurations on the same
+  kept set (same top-K fraction), interpolated in log bits to the test's bits: "with the same
+  sparsifier and the same bits, this quantizer loses more or less test loss";
+- ``frontier``: each test configuration against the reference's operational curve (its
+  configurations that none of its others beats in bits and loss), chosen for each unit from
+  the other units: "against the best the reference offers at these bits".
+
+Per trajectory (warm start, seed) the difference is the mean over the matched test
+configurations of test loss minus the reference's at matched bits (nats; negative = lower
+loss for the same bits), and the same for accuracy (positive = better). The trajectories'
+values go through the two-level design (:mod:`gradcomp.lossy.nested`): interval over the
+warm starts, each the mean of its seeds.
 
 Each question is answered with one of
 
 - **equivalent**: the TOST of ``|difference| >= margin`` is rejected after Holm's adjustment
-  over the questions (the difference lies within the margin; a margin that float noise
-  cannot cross keeps this verdict from flipping);
+  over the questions (the difference lies within the margin);
 - **better** / **worse**: not equivalent, and the two-sided t-test of ``difference = 0`` is
-  rejected after Holm's adjustment over the questions (better = lower loss at equal bits);
+  rejected after Holm's adjustment over the questions;
 - **undecided**: neither.
 
 Each row also states the smallest difference the design detects with the configured power
-at level ``alpha / m`` (Holm's first step, m questions: a conservative bound), and the share
-of the variance that lies between warm starts (one-way ANOVA). A trajectory whose curves
-share no bits range gives no BD-loss; it is counted by dominance (``no_overlap``,
-``dominates``, ``dominated``) and left out of the interval.
+at level ``alpha / m`` (Holm's first step, m questions: a conservative bound), the share of
+the variance between warm starts (one-way ANOVA), which test configurations were matched
+(and why the others were not), which reference configurations the contrasts use and which
+of those are dominated by another configuration of the reference. The procedure's coverage
+under a null and its power are checked by simulation (:mod:`gradcomp.lossy.verdict_simulation`,
+``tests/test_verdict_simulation.py``).
 """
 
 from __future__ import annotations
@@ -35,21 +45,94 @@ import pandas as pd
 
 from gradcomp import reporting
 from gradcomp.artifacts import write_text, write_tsv
+from gradcomp.compression.specs import variant_label
+from gradcomp.lossy.matched_bits import Matching, match_points, pareto_front, unit_differences
 from gradcomp.lossy.nested import (
     decide,
     min_detectable,
     nested_test,
     tost_p,
+    units_needed,
     variance_components,
 )
 from gradcomp.lossy.paired import holm, seed_means
-from gradcomp.lossy.rate_curves import bd_loss, curve_points, dominance
 
-__all__ = ["table_verdicts", "verdicts_table"]
+__all__ = ["POINT_COLUMNS", "question_label", "table_verdicts", "verdicts_from_points",
+           "verdicts_table"]  # fmt: skip
+
+#: The columns a verdict needs per variant and trajectory (:func:`verdicts_from_points`).
+POINT_COLUMNS = ("model", "compressor", "rate", "M", "warm_start", "seed", "bits_per_entry",
+                 "test_loss", "test_acc")  # fmt: skip
+
+
+def question_label(q: Mapping[str, Any]) -> str:
+    """``{test} M{M} vs {reference} M{reference_M}, {match}``."""
+    return (
+        f"{q['test']} M{q['M']} vs {q['reference']} M{q['reference_M']}, "
+        f"{q['match'].replace('_', ' ')}"
+    )
+
+
+class _Curve:
+    """One curve's configurations on one model: losses and accuracies as (trajectories x
+    configurations) arrays in one trajectory order, design-mean log bits, kept sets."""
+
+    def __init__(self, rows: pd.DataFrame, trajectories: pd.MultiIndex, kept_sets, what: str):
+        rows = rows.assign(label=[variant_label(n, int(r), int(m)) for n, r, m in zip(
+            rows["compressor"], rows["rate"], rows["M"], strict=True)])  # fmt: skip
+        wide = rows.pivot_table(index=["warm_start", "seed"], columns="label",
+                                values=["test_loss", "test_acc", "bits_per_entry"])  # fmt: skip
+        wide = wide.reindex(trajectories)
+        missing = wide["test_loss"].isna().any()
+        if missing.any():
+            label = missing[missing].index[0]
+            lacks = wide["test_loss"][label].isna()
+            ws, seed = lacks[lacks].index[0]
+            raise ValueError(
+                f"{what} {label} has no points on trajectory warm start {ws}, seed {seed}, "
+                "where the question's other curve has"
+            )
+        self.labels = list(wide["test_loss"].columns)
+        self.loss = {lb: wide["test_loss"][lb].to_numpy() for lb in self.labels}
+        self.acc = {lb: wide["test_acc"][lb].to_numpy() for lb in self.labels}
+        self.bits = {lb: float(wide["bits_per_entry"][lb].mean()) for lb in self.labels}
+        self.kept = {}
+        for lb in self.labels:
+            if lb not in kept_sets:
+                raise KeyError(f"{lb} has no kept set (the study's kept_sets lack it)")
+            self.kept[lb] = kept_sets[lb]
+
+    def dominated(self) -> list[str]:
+        """The configurations another of this curve beats in bits and mean loss."""
+        loss = [self.loss[lb].mean() for lb in self.labels]
+        front = pareto_front([self.bits[lb] for lb in self.labels], loss)
+        return [lb for lb, on in zip(self.labels, front, strict=True) if not on]
+
+    def points(self) -> dict[str, tuple[str, float, float]]:
+        """label -> (kept set, bits per entry, mean loss), design means."""
+        return {lb: (self.kept[lb], self.bits[lb], float(self.loss[lb].mean()))
+                for lb in self.labels}  # fmt: skip
+
+
+def _differences(test: _Curve, ref: _Curve, match: str):
+    """Per trajectory: loss and accuracy differences, and the matching used."""
+    test_points = {lb: (test.kept[lb], test.bits[lb]) for lb in test.labels}
+    m = match_points(test_points, ref.points(), match)
+    return unit_differences(m, test.loss, ref.loss), unit_differences(m, test.acc, ref.acc), m
+
+
+def _describe(matching: Matching, dominated: Sequence[str]) -> dict[str, Any]:
+    used = matching.used
+    return {
+        "test_points": ",".join(sorted(c.test for c in matching.contrasts)),
+        "unmatched": "; ".join(f"{lb}: {why}" for lb, why in sorted(matching.unmatched.items())),
+        "reference_points": ",".join(used),
+        "reference_dominated": ",".join(lb for lb in used if lb in dominated),
+    }
 
 
 def _question_rows(
-    points: pd.DataFrame, question: Mapping[str, Any], margin: float
+    points: pd.DataFrame, question: Mapping[str, Any], kept_sets, margin: float
 ) -> list[dict[str, Any]]:
     rows = []
     for model, at_model in points.groupby("model", sort=True):
@@ -60,39 +143,31 @@ def _question_rows(
         ]
         if test.empty or ref.empty:
             continue
-        loss, acc, starts, dom = [], [], [], []
-        for (ws, seed), t in test.groupby(["warm_start", "seed"], sort=True):
-            r = ref[(ref["warm_start"] == ws) & (ref["seed"] == seed)]
-            if r.empty:
-                raise ValueError(
-                    f"{model}: {question['reference']} has no points on trajectory warm start "
-                    f"{ws}, seed {seed}, where {question['test']} has"
-                )
-            dl = bd_loss(t["bits_coded"], t["test_loss"], r["bits_coded"], r["test_loss"])
-            if np.isfinite(dl):
-                da = -bd_loss(t["bits_coded"], -t["test_acc"], r["bits_coded"], -r["test_acc"])
-                loss.append(dl)
-                acc.append(da)
-                starts.append(ws)
-            else:
-                pts = (t["bits_coded"], t["test_loss"], r["bits_coded"], r["test_loss"])
-                dom.append(dominance(*pts))
+        trajectories = pd.MultiIndex.from_frame(
+            test[["warm_start", "seed"]].drop_duplicates().sort_values(["warm_start", "seed"])
+        )
+        t_curve = _Curve(test, trajectories, kept_sets, "the test curve's")
+        r_curve = _Curve(ref, trajectories, kept_sets, f"{question['reference']}'s")
+        starts = trajectories.get_level_values("warm_start").to_numpy()
+        loss, acc, matching = _differences(t_curve, r_curve, question["match"])
+        described = _describe(matching, r_curve.dominated())
         lt, at = nested_test(loss, starts), nested_test(acc, starts)
         between, within = variance_components(loss, starts)
+        matched = [t_curve.bits[lb] for lb in described["test_points"].split(",") if lb]
         rows.append(
             {
                 "model": model,
-                "question": f"{question['test']} M{question['M']} vs "
-                f"{question['reference']} M{question['reference_M']}",
+                "question": question_label(question),
                 "test": question["test"],
                 "M": question["M"],
                 "reference": question["reference"],
                 "reference_M": question["reference_M"],
-                "test_bits_per_entry_min": float(test["bits_per_entry"].min()),
-                "test_bits_per_entry_max": float(test["bits_per_entry"].max()),
-                "reference_bits_per_entry_min": float(ref["bits_per_entry"].min()),
-                "reference_bits_per_entry_max": float(ref["bits_per_entry"].max()),
-                "trajectories": len(loss) + len(dom),
+                "match": question["match"],
+                **described,
+                "test_dominated": ",".join(t_curve.dominated()),
+                "bits_per_entry_min": min(matched) if matched else np.nan,
+                "bits_per_entry_max": max(matched) if matched else np.nan,
+                "trajectories": len(loss),
                 "units": lt.units,
                 "design": lt.design,
                 "loss_diff_mean": lt.mean,
@@ -109,32 +184,32 @@ def _question_rows(
                 "warm_start_share": between / (between + within)
                 if np.isfinite(between) and between + within > 0
                 else np.nan,
-                "no_overlap": len(dom),
-                "dominates": int(sum(d > 0 for d in dom)),
-                "dominated": int(sum(d < 0 for d in dom)),
             }
         )
     return rows
 
 
-def verdicts_table(
-    paths: Sequence[str | Path],
+def verdicts_from_points(
+    per_seed: pd.DataFrame,
     *,
     questions: Sequence[Mapping[str, Any]],
     curves: Mapping[str, str],
+    kept_sets: Mapping[str, str],
     margin: float,
     alpha: float = 0.05,
     power: float = 0.8,
+    target: float = 0.02,
 ) -> pd.DataFrame:
-    """One row per question and model (module doc); ``questions``: dicts with ``test``,
-    ``M``, ``reference``, ``reference_M`` (:class:`gradcomp.study.Question`)."""
-    from gradcomp.lossy.tables import one_round_data
-
-    per_seed = seed_means(
-        one_round_data(paths), ["bits_coded", "bits_per_entry", "test_loss", "test_acc"]
-    )
-    points = curve_points(per_seed, curves)
-    rows = [row for q in questions for row in _question_rows(points, q, margin)]
+    """One row per question and model (module doc); ``units_for_target``: the units (warm
+    starts, at the design's seeds each) that would make ``min_detectable`` at most ``target``
+    nats, from the measured spread. ``per_seed``: one row per variant and
+    trajectory with :data:`POINT_COLUMNS`; ``questions``: dicts with ``test``, ``M``,
+    ``reference``, ``reference_M``, ``match`` (:class:`gradcomp.study.Question`); ``curves``:
+    compressor name -> its rate curve (a name not listed is its own); ``kept_sets``: variant
+    label (``name/R{rate}_M{M}``) -> its kept set
+    (:func:`gradcomp.lossy.matched_bits.kept_set_of`)."""
+    points = per_seed.assign(curve=[curves.get(n, n) for n in per_seed["compressor"]])
+    rows = [row for q in questions for row in _question_rows(points, q, kept_sets, margin)]
     table = pd.DataFrame(rows)
     if table.empty:
         return table
@@ -145,6 +220,11 @@ def verdicts_table(
         min_detectable(se, df, alpha / max(m, 1), power)
         for se, df in zip(table["loss_diff_se"], table["df"], strict=True)
     ]
+    table["units_for_target"] = [
+        units_needed(se, n, target, alpha / max(m, 1), power)
+        for se, n in zip(table["loss_diff_se"], table["units"], strict=True)
+    ]
+    table["target"] = target
     table["verdict"] = [
         decide(mean, p, t, alpha)
         for mean, p, t in zip(
@@ -154,38 +234,46 @@ def verdicts_table(
     return table
 
 
+def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
+    """:func:`verdicts_from_points` of the one-round study tables ``paths`` (their rounds
+    averaged per trajectory)."""
+    from gradcomp.lossy.tables import one_round_data
+
+    per_seed = seed_means(one_round_data(paths), ["bits_per_entry", "test_loss", "test_acc"])
+    return verdicts_from_points(per_seed, **kwargs)
+
+
 def _readable(table: pd.DataFrame) -> pd.DataFrame:
     """The Markdown view: at most ten columns, the rest stays in the TSV."""
     out = pd.DataFrame(
         {
             "question": table["model"] + ": " + table["question"],
             "bits/entry": [
-                f"{a:.3g}-{b:.3g} vs {c:.3g}-{d:.3g}"
-                for a, b, c, d in zip(
-                    table["test_bits_per_entry_min"], table["test_bits_per_entry_max"],
-                    table["reference_bits_per_entry_min"], table["reference_bits_per_entry_max"],
-                    strict=True,
-                )
+                f"{a:.3g}-{b:.3g}" for a, b in zip(
+                    table["bits_per_entry_min"], table["bits_per_entry_max"], strict=True)
             ],
         }
     )  # fmt: skip
-    for col in ("loss_diff", "acc_diff"):
-        for part in ("mean", "lo", "hi"):
-            out[f"{col}_{part}"] = table[f"{col}_{part}"]
+    for part in ("mean", "lo", "hi"):
+        out[f"loss_diff_{part}"] = table[f"loss_diff_{part}"]
     out["p_holm"] = table["p_holm"]
     out["tost_p_holm"] = table["tost_p_holm"]
     out["min_detectable"] = table["min_detectable"]
-    out["units"] = [
-        f"{u} {d}" + (f", {n} without overlap" if n else "")
-        for u, d, n in zip(table["units"], table["design"], table["no_overlap"], strict=True)
+    out["against"] = [
+        r + (f" (dominated: {d})" if d else "")
+        for r, d in zip(table["reference_points"], table["reference_dominated"], strict=True)
     ]
+    out["units"] = [f"{u} {d}" for u, d in zip(table["units"], table["design"], strict=True)]
+    target = table["target"].iloc[0]
+    out[f"for_{target:g}"] = table["units_for_target"]
     out["verdict"] = table["verdict"]
     return out
 
 
 def table_verdicts(
-    paths, tsv, md, *, questions, curves, margin: float, alpha: float = 0.05, power: float = 0.8
-) -> pd.DataFrame:
+    paths, tsv, md, *, questions, curves, kept_sets, margin: float, alpha: float = 0.05,
+    power: float = 0.8, target: float = 0.02,
+) -> pd.DataFrame:  # fmt: skip
     """Write the verdicts as TSV (every column) and Markdown (:func:`_readable`)."""
     if not questions:
         write_tsv(tsv, pd.DataFrame(columns=["model", "question", "verdict"]))
@@ -194,8 +282,9 @@ def table_verdicts(
         )
         return pd.DataFrame()
     table = verdicts_table(
-        paths, questions=questions, curves=curves, margin=margin, alpha=alpha, power=power
-    )
+        paths, questions=questions, curves=curves, kept_sets=kept_sets, margin=margin,
+        alpha=alpha, power=power, target=target,
+    )  # fmt: skip
     if table.empty:
         raise ValueError(
             "no verdict could be computed: no question's curves are in the one-round study "
@@ -204,15 +293,22 @@ def table_verdicts(
     m = int(np.isfinite(table["p"]).sum())
     title = (
         f"Verdicts: the {m} primary questions (lossy.verdicts), one-round study at matched "
-        "measured bits (BD-loss: test-loss difference in nats over the common log-bits range, "
-        "negative = lower loss for the same bits; accuracy likewise, positive = better). "
-        "Per trajectory, then mean [95% Student-t interval] over the warm starts, each the "
-        "mean of its nested seeds (two-level design). Family: these questions; p (difference "
-        f"= 0) and TOST p (|difference| >= {margin:g} nats) each Holm-adjusted. Verdict: "
-        f"equivalent if the adjusted TOST p < {alpha:g}, else better / worse if the adjusted "
-        f"p < {alpha:g}, else undecided. min_detectable: the difference detected with "
-        f"{power:.0%} power at level {alpha:g}/{m} (Holm's first step). Numbers move with the "
-        "machine's float noise; the verdicts should not (docs/results.md)."
+        "measured bits. Per trajectory: the mean over the test curve's matched configurations "
+        "of its test loss minus the reference's at the same bits (interpolated in log bits "
+        "between the reference configurations that bracket it: on the same kept set for "
+        "'kept set', on the reference's undominated configurations, chosen on the other "
+        "units, for 'frontier'); nats, negative = lower loss for the same bits. Mean [95% "
+        "Student-t interval] over the warm starts, each the mean of its nested seeds "
+        "(two-level design). Family: these questions; p (difference = 0) and TOST p "
+        f"(|difference| >= {margin:g} nats) each Holm-adjusted. Verdict: equivalent if the "
+        f"adjusted TOST p < {alpha:g}, else better / worse if the adjusted p < {alpha:g}, "
+        f"else undecided. min_detectable: the difference detected with {power:.0%} power at "
+        f"level {alpha:g}/{m} (Holm's first step); for_{target:g}: the warm starts (at this "
+        f"design's seeds each) that would detect {target:g} nats. 'against': the reference "
+        "configurations "
+        "the contrasts use, those another reference configuration beats in bits and loss "
+        "marked dominated; unmatched test configurations and the accuracy differences in "
+        "verdicts.tsv. Coverage and power of this procedure: docs/results.md."
     )
     reporting.write_table(table, tsv, md, title=title, readable=_readable(table))
     return table

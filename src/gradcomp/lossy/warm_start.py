@@ -86,7 +86,7 @@ def pretrain(
                     f"warm start of {settings.model}: loss {train_loss} in epoch {epoch}"
                 )
             test_loss, test_acc = evaluate(
-                model, test_images, test_labels, batch_size=1000, device=dev
+                model, test_images, test_labels, device=dev
             )
             rows.append(
                 {
