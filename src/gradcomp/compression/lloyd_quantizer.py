@@ -60,7 +60,7 @@ from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "LloydValues", "default_fit"]
+__all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "LloydValues", "default_fit", "lloyd_levels"]
 
 FIT_TO = ("update", "survivors")
 #: The flag that says whether the levels are the Lloyd design or the uniform fallback.
@@ -190,7 +190,7 @@ class LloydQuantizer(ValueQuantizer):
                 self.n_levels, self.M
             )
         else:
-            levels = _lloyd_levels(self.family, tuple(params.items()), self.n_levels, self.M, tau)
+            levels = lloyd_levels(self.family, tuple(params.items()), self.n_levels, self.M, tau)
         _check_finite(levels)
         return levels, None
 
@@ -266,7 +266,7 @@ class LloydValues(QuantizedValues):
 
 
 @lru_cache(maxsize=256)
-def _lloyd_levels(family: str, params: tuple, n_levels: int, M: float, tau: float) -> np.ndarray:
+def lloyd_levels(family: str, params: tuple, n_levels: int, M: float, tau: float) -> np.ndarray:
     """Converged Lloyd levels (sorted, L) of a law, one design per distinct input (both ends
     design the same levels from the same rounded side values; a cached design is the same
     numbers as a fresh one). Read only."""

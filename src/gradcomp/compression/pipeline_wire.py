@@ -127,6 +127,10 @@ def _read_indices(r: FieldReader, quantizer: ValueQuantizer, n: int, huffman: bo
                 code = HuffmanCode.from_lengths(r.uints(L, width, "code table"))
             except ValueError as exc:
                 raise r.error("code table", str(exc)) from None
+        w = int(code.lengths[0]) if isinstance(code, HuffmanCode) else 0
+        if w and L == 1 << w and np.all(code.lengths == w):  # a complete fixed-length code
+            idx = r.uints(n, w, "payload")  # its canonical codewords are the w-bit indices
+            return idx
         try:
             if hasattr(code, "decode_prefix"):
                 idx, n_bits = code.decode_prefix(r.rest(), n)
