@@ -424,3 +424,16 @@ def test_m22_slip_memory_by_hand():
     np.testing.assert_allclose(out1.numpy(), [4, -1, 4, 0, -1])
     np.testing.assert_allclose(out2.numpy(), [-0.2, 3, 3, -0.2, 0], atol=1e-12)
     np.testing.assert_allclose(memory.numpy(), [1.2, 0, -2.6, 0, 2.2], atol=1e-8)  # float32 min
+
+
+@pytest.mark.parametrize("kind", [{"quantizer": "tcq", "family": "gennorm"}, {"quantizer": "none"}])
+def test_m22_slip_is_refused_for_kinds_without_nearest_level_labels(kind):
+    """m22_slip relabels the sent entries by their nearest level; TCQ's words and a value
+    kind's floats are no such labels. Old behaviour: the spec passed and TCQ crashed on its
+    first update ("symbol 7 outside the alphabet of 4")."""
+    spec = {**kind, "rate": 2, "error_feedback": True, "memory_mode": "m22_slip"}
+    if kind["quantizer"] == "none":
+        del spec["rate"]
+    with pytest.raises(SpecError, match="m22_slip relabels") as err:
+        check_spec(spec)
+    assert err.value.key == "memory_mode"

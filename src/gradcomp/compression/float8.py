@@ -85,6 +85,7 @@ class Float8(ValueQuantizer):
 
     kind = "float8"
     fixed_rate = 8
+    nearest_labels = True
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them
     options: ClassVar[dict[str, object]] = {
         "float8_format": "e5m2",

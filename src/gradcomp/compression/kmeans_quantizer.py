@@ -31,6 +31,7 @@ class KMeansQuantizer(ValueQuantizer):
 
     kind = "kmeans"
     takes_M = True
+    nearest_labels = True
 
     def __init__(self, rate: int, M: float = 0.0):
         self.rate, self.M = int(rate), float(M)

@@ -60,7 +60,9 @@ from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "LloydValues", "default_fit", "lloyd_levels"]
+__all__ = [
+    "FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "LloydValues", "default_fit", "lloyd_levels",
+]  # fmt: skip
 
 FIT_TO = ("update", "survivors")
 #: The flag that says whether the levels are the Lloyd design or the uniform fallback.
@@ -92,6 +94,7 @@ class LloydQuantizer(ValueQuantizer):
     takes_family = True
     uses_full_tensor = True
     uses_step = True
+    nearest_labels = True
 
     def __init__(
         self,

@@ -42,6 +42,7 @@ class ScaledSign(ValueQuantizer):
 
     kind = "scaled_sign"
     fixed_rate = 1
+    nearest_labels = True
 
     def n_symbols(self) -> int:
         return 2

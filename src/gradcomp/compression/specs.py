@@ -256,6 +256,11 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
         raise SpecError("memory_mode", f"{memory_mode!r} is not one of {MEMORY_MODES}")
     if memory_mode != "residual" and not s.get("error_feedback", False):
         raise SpecError("memory_mode", f"{memory_mode} is a memory: it needs error_feedback true")
+    if memory_mode == "m22_slip" and not cls.nearest_labels:
+        raise SpecError(
+            "memory_mode", f"m22_slip relabels values by their nearest level, which {kind} "
+            "does not send (its indices are not nearest-level labels)"
+        )  # fmt: skip
     common = _check_common(s, DEFAULT_DECAY[memory_mode])
     if not cls.takes_M and common["M"] != 0:
         raise SpecError("M", f"only lloyd quantizers take M, not {kind}")

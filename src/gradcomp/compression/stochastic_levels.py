@@ -59,6 +59,7 @@ class StochasticLevels(ValueQuantizer):
     """
 
     scale_name: ClassVar[str] = "scale"
+    nearest_labels = True
 
     def __init__(self, s: int, *, seed: int = 0, bucket_size: int | None = None):
         if s < 1:

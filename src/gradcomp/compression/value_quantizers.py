@@ -122,7 +122,8 @@ class ValueQuantizer:
     ``uses_full_tensor`` the compressor passes ``full=`` (the whole tensor before
     sparsification, 1-D) to :meth:`encode`, for designs that model what was dropped; with
     ``uses_step`` it passes ``step=`` (the update's index in the compressor's sequence, 0
-    first), for draws that a receiver must repeat.
+    first), for draws that a receiver must repeat; ``nearest_labels``: the indices are the
+    values' nearest levels (what memory mode ``m22_slip`` relabels).
 
     Byte format: ``wire_dtype`` is the numpy dtype of the values a value-sending kind puts
     on the wire (``"f4"``, ``"f2"``, ``"f8"``), None for a kind that sends level indices in
@@ -138,6 +139,9 @@ class ValueQuantizer:
     uses_step: ClassVar[bool] = False
     wire_dtype: ClassVar[str | None] = None
     ideal: ClassVar[bool] = False
+    #: whether the indices sent are nearest-level labels of ``levels`` (memory mode
+    #: ``m22_slip`` relabels them)
+    nearest_labels: ClassVar[bool] = False
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], **kwargs: Any) -> ValueQuantizer:
@@ -225,6 +229,7 @@ class UniformQuantizer(ValueQuantizer):
     """``uniform``: 2^R levels from min to max of the values (2^R + 1 with ``slip``)."""
 
     kind = "uniform"
+    nearest_labels = True
 
     def __init__(self, rate: int, *, slip: bool = False):
         self.rate, self.slip = int(rate), bool(slip)
