@@ -183,8 +183,11 @@ def test_lloyd_uses_injected_fit_and_sends_parameters():
     q = payload["dense.weight"].quantized
     assert len(q.levels) == 8 and np.all(np.diff(q.levels) > 0)
     kept = upd["dense.weight"].reshape(-1)[payload["dense.weight"].indices].abs()
-    assert q.side == {"beta": 1.0, "scale": 0.01, "tau": float(kept.min())}
-    assert c.rate_per_tensor(payload, ctx)["dense.weight"].side_bits == 3 * 32  # beta, scale, tau
+    # the parameters as they are sent, float32 (the levels are designed from these)
+    f32 = lambda v: float(np.float32(v))  # noqa: E731
+    assert q.side == {"beta": 1.0, "scale": f32(0.01), "tau": f32(kept.min())}
+    # beta, scale, tau and the 1-bit flag "Lloyd design, not the uniform fallback"
+    assert c.rate_per_tensor(payload, ctx)["dense.weight"].side_bits == 3 * 32 + 1
     out = c.decompress(payload, ctx)
     sent = payload["dense.weight"].indices
     assert set(np.unique(out["dense.weight"].reshape(-1)[sent].numpy())) <= set(

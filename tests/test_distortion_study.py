@@ -76,8 +76,9 @@ def test_table_columns_and_rows(table):
 @pytest.mark.parametrize("M", MS)
 @pytest.mark.parametrize("R", RATES)
 def test_uniform_distortion_by_hand(table, values, M, R):
-    levels = np.linspace(values.min(), values.max(), 2**R)
-    expected = weighted(values, nearest(values, levels), M)
+    # from the min and max as the quantizer sends them: float32
+    lo, hi = (float(np.float32(v)) for v in (values.min(), values.max()))
+    expected = weighted(values, nearest(values, np.linspace(lo, hi, 2**R)), M)
     assert points(table, "uniform", M)[R] == pytest.approx(expected, rel=1e-12, abs=0)
 
 

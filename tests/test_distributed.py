@@ -148,6 +148,7 @@ def worker(rank: int, init_file: str, out_dir: str) -> None:
             "params": {n: p.detach().clone() for n, p in model.named_parameters()},
             "bits": None if state is None else [_bits(h.rate) for h in state.history],
             "buckets": None if state is None else [h.buckets for h in state.history],
+            "payload_bytes": None if state is None else [h.payload_bytes for h in state.history],
             "log": list(messages),
         }
     torch.save(results, Path(out_dir) / f"rank{rank}.pt")
@@ -200,7 +201,8 @@ def compute_reference(spec: dict) -> list[dict]:
     reconstructions applied. Returns per step {"mean": name -> tensor, "rows": [row per rank]}."""
     model = tiny_net()
     opt = torch.optim.SGD(model.parameters(), lr=LR)
-    users = [compressor_factory(spec, SEED)(r) for r in range(WORLD)]
+    make = compressor_factory(spec, SEED)
+    users = [make(r) for r in range(WORLD)]
     out = []
     with one_thread():
         for step in range(STEPS):
@@ -210,7 +212,10 @@ def compute_reference(spec: dict) -> list[dict]:
                 x, y = batch(r, step)
                 F.cross_entropy(model(x), y).backward()
                 update = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
-                sent.append(send(users[r], update, rnd=step, user=r, n_train=BATCH))
+                receiver = make.receiver(r, step)  # the server decodes the bytes
+                sent.append(
+                    send(users[r], update, rnd=step, user=r, n_train=BATCH, receiver=receiver)
+                )
             mean = {n: sum(s.recon[n].to(torch.float32) / WORLD for s in sent) for n in update}
             for n, p in model.named_parameters():
                 p.grad = mean[n].clone()
@@ -256,18 +261,28 @@ def test_averaged_gradient_is_the_mean_of_the_decoded_ones(runs, name) -> None:
 @pytest.mark.parametrize("name", HOOKED)
 def test_bits_counted_equal_the_studys(runs, name) -> None:
     """(c) The hook's bits per rank and step, recorded and logged, equal the study's uplink row
-    for the same update. Planted bugs: a bucket's bits dropped or counted twice, the fixed
-    total logged as coded."""
+    for the same update (its accounted bits), and, with one bucket, its payload bytes are the
+    bytes the study's server decodes. Planted bugs: a bucket's bits dropped or counted twice,
+    the fixed total logged as coded."""
     reference = study_reference(name)
     for rank in range(WORLD):
         bits = runs[rank][name]["bits"]
         assert len(bits) == STEPS
         for step, ref in enumerate(reference):
             row = ref["rows"][rank]
-            for field in (*RATE_FIELDS, "bits_coded", "bits_fixed"):
+            for field in (*RATE_FIELDS, "bits_fixed"):
                 assert bits[step][field] == row[field], (name, rank, step, field)
+            assert bits[step]["bits_coded"] == row["bits_accounted"]
             assert bits[step]["n_entries"] == 4916  # every trainable entry, once
-            logged = f"rank {rank} step {step}: {row['bits_coded']} bits coded ({row['bits_fixed']}"
+            n_bytes = runs[rank][name]["payload_bytes"][step]
+            if row["bits_source"] == "self-reported":  # the user class: no byte format
+                assert n_bytes is None
+            elif row["bits_source"] == "bytes" and name not in BUCKET_CAP_MB:
+                assert 8 * n_bytes == row["bits_coded"], (name, rank, step)
+            else:  # several buckets, each its own header; or the ideal channel's stand-ins
+                assert 8 * n_bytes > row["bits_accounted"]
+            acc = row["bits_accounted"]
+            logged = f"rank {rank} step {step}: {acc} bits coded ({row['bits_fixed']}"
             assert runs[rank][name]["log"][step].startswith(logged), runs[rank][name]["log"]
 
 

@@ -180,17 +180,18 @@ def test_random_k_is_unbiased_and_keeps_exactly_k():
         {"quantizer": "none", "sparsifier": "randomk", "topk": 0.25, "min_entries": 0, "seed": 4}
     )
     k, n, draws = 10, 40, []
-    for _ in range(TRIALS):
+    for step in range(TRIALS):
         payload, ctx = c.compress(upd)
         out = c.decompress(payload, ctx)
         masks = c.kept_masks(payload, ctx)
         assert sum(int(m.sum()) for m in masks.values()) == k
-        # the receiver regenerates the positions from the 32-bit seed
-        again = RandomK.masks_from_seed(c.topk.last_seed, k, {n_: t.shape for n_, t in upd.items()})
+        # the receiver regenerates the positions from the seed and the update's index
+        seed = RandomK.mask_seed(4, step)
+        again = RandomK.masks_from_seed(seed, k, {n_: t.shape for n_, t in upd.items()})
         assert all(torch.equal(again[name], masks[name]) for name in upd)
         rate = c.rate(payload, ctx)
-        assert rate.position_bits == 32 and rate.n_sent == k  # zeros in the mask sent too
-        assert rate.total(True) == 32 + 32 * k
+        assert rate.position_bits == 0 and rate.n_sent == k  # zeros in the mask sent too
+        assert rate.total(True) == 32 * k
         draws.append(torch.cat([out["a"], out["z"]]))
     samples, v = torch.stack(draws), torch.cat([upd["a"], upd["z"]])
     p = k / n

@@ -57,7 +57,7 @@ def one_round_rows(seed: int) -> list[dict]:
         points.append(("point", 3, 2500, 0.3 + 0.05 * seed + 0.01 * rnd + 0.6 * (seed == 2)))
         for name, rate, bits, increase in points:
             rows.append({**head, "compressor": name, "rate": rate, "M": 0, "bits_coded": bits,
-                         "bits_fixed": bits + 500,
+                         "bits_fixed": bits + 500, "bits_accounted": bits, "bits_source": "bytes",
                          "test_acc": 0.25, "test_loss": exact_loss + increase})  # fmt: skip
     return rows
 
@@ -178,7 +178,9 @@ def write_run(root: Path, name: str, seed: int, rounds: int = 2) -> tuple[Path, 
         {"round": r, "test_acc": 0.1 if r == 0 else final_acc(name, seed), "test_loss": 2.0,
          "val_acc": 0.2, "train_loss": 2.0, "bits_coded": per_round * (r > 0),
          "bits_fixed": 2 * per_round * (r > 0), "cumulative_bits_coded": per_round * r,
-         "cumulative_bits_fixed": 2 * per_round * r, "seconds": 1.0}
+         "cumulative_bits_fixed": 2 * per_round * r, "seconds": 1.0,
+         "bits_accounted": per_round * (r > 0), "cumulative_bits_accounted": per_round * r,
+         "bits_source": "bytes"}
         for r in range(rounds + 1)
     ]  # fmt: skip
     ident = {"model": "cnn", "compressor": name, "rate": 2, "M": 0, "warm_start": -1,
@@ -187,7 +189,7 @@ def write_run(root: Path, name: str, seed: int, rounds: int = 2) -> tuple[Path, 
     uplink = [
         {**ident, "round": r, "user": u, "n_train": 100, "n_entries": 1000, "n_sent": 452,
          **{k: v * (seed + 1) for k, v in UPLINK_BITS.items()}, "bits_coded": 0,
-         "bits_fixed": 0}
+         "bits_fixed": 0, "bits_accounted": 0, "bits_source": "bytes"}
         for r in range(1, rounds + 1)
         for u in range(2)
     ]  # fmt: skip

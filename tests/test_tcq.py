@@ -238,7 +238,8 @@ def test_tcq_compressor_from_a_spec():
         assert err_tcq < err_lloyd
     n_q = sum(payload[n].quantized.n for n in ("conv.weight", "fc.weight"))
     assert rate.payload_fixed_bits == 2 * n_q
-    assert rate.side_bits == 2 * 32 * (8 + 1)  # codebook and initial state per tensor
+    # per tensor: the codebook (8 float32 levels) and the initial state, log2(8) = 3 bits
+    assert rate.side_bits == 2 * (32 * 8 + 3)
 
 
 def test_spec_checks_for_tcq():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
@@ -30,6 +31,13 @@ def user_module(tmp_path: Path, monkeypatch) -> Path:
     code = doc_block("python")
     code += (
         "\n\nclass NoRate:\n    def compress(self, u): ...\n    def decompress(self, p, c): ...\n"
+    )
+    code += (  # the example without its byte format: compress, decompress and rate only
+        "\n\nclass NoBytes:\n    def __init__(self, rate, seed=0):\n"
+        "        self.inner = ScaledRound(rate)\n"
+        "    def compress(self, u):\n        return self.inner.compress(u)\n"
+        "    def decompress(self, p, c):\n        return self.inner.decompress(p, c)\n"
+        "    def rate(self, p, c):\n        return self.inner.rate(p, c)\n"
     )
     (tmp_path / "mycompressors.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -75,6 +83,28 @@ def test_entry_builds_the_class_with_rate_seed_and_options(user_module):
     assert "lossy.compressors.1.class" in message and "rate" in message
 
 
+def test_docs_example_is_decoded_from_its_bytes_and_without_them_self_reported(user_module):
+    """The documented class's to_bytes / from_bytes: the server decodes each update from the
+    bytes alone (send() checks it equals decompress bit for bit) and bits_coded is 8 x their
+    length: per tensor a float32 scale and `rate` bits per entry, padded to a byte. The same
+    class without the pair runs too, its rows self-reported. Planted bug that fails it: a
+    from_bytes that reads one scale for every tensor."""
+    from gradcomp.lossy.uplink import compressor_factory, send
+
+    g = torch.Generator().manual_seed(0)
+    update = {"w": torch.randn(7, 5, generator=g), "b": torch.randn(13, generator=g)}
+    for rnd in (1, 2):
+        make = compressor_factory({"class": "mycompressors:ScaledRound", "rate": 3}, seed=1)
+        receiver = make.receiver(0, rnd - 1)
+        row = send(make(0), update, rnd=rnd, user=0, n_train=1, receiver=receiver).row
+        assert row["bits_source"] == "bytes"
+        assert row["bits_accounted"] == 3 * 48 + 32 * 2
+        assert row["bits_coded"] == 8 * ((4 + (35 * 3 + 7) // 8) + (4 + (13 * 3 + 7) // 8))
+    plain = compressor_factory({"class": "mycompressors:NoBytes", "rate": 3}, seed=1)
+    row = send(plain(0), update, rnd=1, user=0, n_train=1, receiver=plain.receiver(0, 0)).row
+    assert row["bits_source"] == "self-reported" and row["bits_coded"] == 3 * 48 + 32 * 2
+
+
 @pytest.mark.slow
 def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     work = tmp_path / "wf"
@@ -96,9 +126,13 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     run = "results/lossy/mlp/mine/R3_M0/seed0/uplink.tsv"  # one of the entry's runs
     run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=[run])
     uplink = pd.read_csv(work / run, sep="\t")
-    # the class's own accounting: 3 bits per entry plus one 32-bit scale per tensor
-    assert (uplink["bits_coded"] == 3 * uplink["n_entries"] + 32 * 4).all()
-    assert (uplink["bits_fixed"] == uplink["bits_coded"]).all() and len(uplink) == 4
+    # the class's own accounting: 3 bits per entry plus one 32-bit scale per tensor; the
+    # bits sent: its bytes, the same plus each of its 4 tensors padded to a byte
+    assert (uplink["bits_accounted"] == 3 * uplink["n_entries"] + 32 * 4).all()
+    assert (uplink["bits_fixed"] == uplink["bits_accounted"]).all() and len(uplink) == 4
+    assert (uplink["bits_source"] == "bytes").all()
+    padding = uplink["bits_coded"] - uplink["bits_accounted"]
+    assert ((padding >= 0) & (padding <= 7 * 4)).all()
 
     lossy["compressors"] = [
         reference,

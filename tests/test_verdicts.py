@@ -151,11 +151,13 @@ def write_trajectories(root, shift, noise, seed=0, W=6, S=2):
                 loss = exact + 0.3 - 0.1 * np.log(bpe)
                 rows.append({**head, "compressor": "uniform", "rate": rate, "M": 0,
                              "bits_coded": bpe * 1000, "bits_fixed": bpe * 1000,
+                             "bits_accounted": bpe * 1000, "bits_source": "bytes",
                              "test_acc": 0.4 - (loss - exact), "test_loss": loss})  # fmt: skip
             for rate, bpe in ((1, 0.7), (2, 2.0)):
                 loss = exact + 0.3 - 0.1 * np.log(bpe) + shift + noise * rng.normal()
                 rows.append({**head, "compressor": "test", "rate": rate, "M": 0,
                              "bits_coded": bpe * 1000, "bits_fixed": bpe * 1000,
+                             "bits_accounted": bpe * 1000, "bits_source": "bytes",
                              "test_acc": 0.4 - (loss - exact), "test_loss": loss})  # fmt: skip
         path = root / f"ws{w}.tsv"
         write_tsv(path, pd.DataFrame(rows), ONE_ROUND_COLUMNS)

@@ -138,8 +138,11 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert len(uplink) == 4 and (uplink["bits_coded"] > 0).all()
     parts = ["position_bits", "side_bits", "raw_bits"]
     coded = uplink[["payload_huffman_bits", "huffman_side_bits", *parts]].sum(axis=1)
-    assert (coded == uplink["bits_coded"]).all()
+    assert (coded == uplink["bits_accounted"]).all()
     assert (uplink[["payload_fixed_bits", *parts]].sum(axis=1) == uplink["bits_fixed"]).all()
+    # the bits sent: the bytes the server decoded, the accounted bits plus the framing
+    assert (uplink["bits_source"] == "bytes").all()
+    assert (uplink["bits_coded"] > uplink["bits_accounted"]).all()
     assert rounds["cumulative_bits_coded"].iloc[-1] == uplink["bits_coded"].sum()
     none = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
     assert none["bits_fixed"].sum() > uplink["bits_fixed"].sum()

@@ -39,9 +39,10 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    the same order.
 
 What is exchanged, and why: the *decoded* float tensors, not the encoded bytes. Decoding is
-done by the sender's own compressor object, which is the only one that can decode every
-kind: a user class's payload is an arbitrary Python object, PowerSGD's and error feedback's
-state live with the sender, and only a few built-in payloads have a byte format at all. The
+done by the sender's own compressor object, which decodes every kind, a user class's
+arbitrary payload included; the built-in kinds also have a byte format that a receiver
+decodes alone (:mod:`gradcomp.compression.wire`), whose length each step records
+(``StepBits.payload_bytes``), but exchanging those bytes is not done here yet. The
 all-reduce of decoded tensors is also exact (with ``quantizer: none`` and no sparsifier the
 hook trains bit for bit like DDP's default all-reduce) and is what an all-gather of every
 rank's decoded tensors followed by the mean computes, at 2 (N - 1) / N rather than N - 1
@@ -66,6 +67,7 @@ from torch import nn
 
 from gradcomp.compression.rates import RateBreakdown
 from gradcomp.compression.specs import check_spec
+from gradcomp.compression.wire import encode_update, has_byte_format
 from gradcomp.lossy.uplink import compressor_factory
 
 __all__ = ["CompressionHookState", "StepBits", "compression_hook", "register_compression_hook"]
@@ -78,15 +80,18 @@ class StepBits:
     """One rank's traffic in one training step (all of that step's buckets).
 
     ``rate``: the bits the compressor would send, by part (study accounting; ``rate.total_coded``
-    with the entropy code, ``rate.total_fixed`` at fixed width); ``wire_bytes``: bytes this
-    rank actually handed to the all-reduce (the decoded float buckets); ``buckets``: buckets
-    compressed.
+    with the entropy code, ``rate.total_fixed`` at fixed width); ``payload_bytes``: the
+    length of the compressed buckets in the uplink's byte format
+    (:func:`gradcomp.compression.wire.encode_update`; None for a compressor without one),
+    what an exchange of the payloads would send; ``wire_bytes``: bytes this rank actually
+    handed to the all-reduce (the decoded float buckets); ``buckets``: buckets compressed.
     """
 
     step: int
     rate: RateBreakdown = field(default_factory=RateBreakdown)
     wire_bytes: int = 0
     buckets: int = 0
+    payload_bytes: int | None = 0
 
 
 class CompressionHookState:
@@ -146,11 +151,15 @@ class CompressionHookState:
                 "parameter of the model given to CompressionHookState (model)"
             ) from None
 
-    def record(self, rate: RateBreakdown, wire_bytes: int, last: bool) -> None:
+    def record(
+        self, rate: RateBreakdown, wire_bytes: int, last: bool, payload_bytes: int | None = None
+    ) -> None:
         """Add one bucket's bits; close the step after the last bucket."""
         cur = self._current
         cur.rate = cur.rate + rate
         cur.wire_bytes += wire_bytes
+        if cur.payload_bytes is not None:
+            cur.payload_bytes = None if payload_bytes is None else cur.payload_bytes + payload_bytes
         cur.buckets += 1
         if not last:
             return
@@ -194,6 +203,7 @@ def compression_hook(
     compressor = state.compressor
     payload, ctx = compressor.compress(update)
     rate = compressor.rate(payload, ctx)
+    n_bytes = len(encode_update(compressor, payload, ctx)) if has_byte_format(compressor) else None
     decoded = compressor.decompress(payload, ctx)
     _check_decoded(update, decoded)
     storage = buffer.untyped_storage().data_ptr()
@@ -201,7 +211,7 @@ def compression_hook(
         if g.untyped_storage().data_ptr() != storage:
             raise RuntimeError(f"DDP's gradient of {name!r} is not a view into its bucket buffer")
         g.copy_(decoded[name].detach().to(g.dtype))  # written into the bucket buffer
-    state.record(rate, buffer.numel() * buffer.element_size(), bucket.is_last())
+    state.record(rate, buffer.numel() * buffer.element_size(), bucket.is_last(), n_bytes)
     buffer.div_(state.world_size)
     return (
         dist.all_reduce(buffer, group=group, async_op=True)

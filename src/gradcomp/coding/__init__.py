@@ -16,8 +16,9 @@ and :mod:`~gradcomp.coding.counts` the sizes that follow from a tensor's symbol 
 The codes under them, one per module: :mod:`~gradcomp.coding.huffman` (canonical Huffman,
 real bitstreams), :mod:`~gradcomp.coding.ans` (ANS reference), :mod:`~gradcomp.coding.lz78`
 (paper L's baseline), :mod:`~gradcomp.coding.general_purpose` (zlib, bz2, lzma, zstd,
-brotli), :mod:`~gradcomp.coding.elias` (Elias-gamma); :mod:`~gradcomp.coding.pmf` holds the
-symbol pmfs and their entropies."""
+brotli), :mod:`~gradcomp.coding.elias` (Elias-gamma) with its compiled loops
+:mod:`~gradcomp.coding.bit_kernels` (bit packing, gamma reading); :mod:`~gradcomp.coding.pmf`
+holds the symbol pmfs and their entropies."""
 
 from gradcomp.coding.ans import ans_bits, ans_decode, ans_encode
 from gradcomp.coding.general_purpose import general_purpose_bits

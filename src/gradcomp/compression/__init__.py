@@ -24,6 +24,14 @@ The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
 (signSGD with error feedback), :mod:`~gradcomp.compression.random_k` (a sparsifier) and
 :mod:`~gradcomp.compression.powersgd` (a whole-update compressor); a user's own class goes
 through :mod:`~gradcomp.compression.user_compressors`.
+
+The uplink's byte format (every compressor's payload as bytes a receiver decodes alone):
+:mod:`~gradcomp.compression.wire` (the API: :class:`~gradcomp.compression.wire.UpdateLayout`,
+``encode_update``, ``make_receiver``), on :mod:`~gradcomp.compression.wire_fields` (the
+fields and their errors) and :mod:`~gradcomp.compression.wire_records` (header and framed
+records), with the layouts of :mod:`~gradcomp.compression.pipeline_wire` (a quantizer
+pipeline) and :mod:`~gradcomp.compression.sketch_wire` (a count sketch; PowerSGD's is in its
+module).
 """
 
 from gradcomp.compression.entries import EntryError, Variant, entry_kind, expand_entries

@@ -44,8 +44,11 @@ at the server, momentum and error in the sketch domain there) is
 :class:`~gradcomp.compression.fetchsgd.FetchSGDServer`.
 
 Rate parts: ``payload_fixed_bits = payload_huffman_bits = 32 r c`` per sketch (float32 cells),
-``side_bits`` 32 for the seed (once per update; none for ``m22_slip`` hashes, whose seed is
-fixed), ``raw_bits`` 32 per raw entry; ``n_sent`` counts the cells and raw numbers.
+``side_bits`` 32 per sketch for k when ``sketch_topk`` is on (k then depends on the data;
+otherwise the receiver computes it, :meth:`CountSketch.k_of`), ``raw_bits`` 32 per raw entry;
+``n_sent`` counts the cells and raw numbers. The hash seed costs nothing: both ends derive it
+from the user's seed (:meth:`CountSketch.seed_of`). Byte format:
+:mod:`~gradcomp.compression.sketch_wire`.
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ __all__ = [
 
 SKETCH_SCOPES = ("update", "tensor")
 SKETCH_FEEDBACKS = ("zero", "subtract")
-SEED_BITS = 32
+#: Bits of a sketch's k when it is sent (``sketch_topk``).
+K_BITS = 32
 #: Entries of the test vector the config check measures a sketch on.
 CHECK_ENTRIES = 30_000
 #: Most entries of the test vector behind the compressor's warning (memory of its hash).
@@ -271,8 +275,9 @@ class CountSketch:
     def hash_of(self, d: int, index: int) -> SketchHash:
         return cached_hash(d, self.rows, self.columns(d), self.seed_of(index), self.hash_kind)
 
-    def _groups(self, update: Mapping[str, torch.Tensor]) -> list[tuple[str, ...]]:
-        big = [n for n, t in update.items() if t.numel() > self.min_entries]
+    def groups(self, sizes: Mapping[str, int]) -> list[tuple[str, ...]]:
+        """The names of each sketch, from the update's entries per tensor (name -> numel)."""
+        big = [n for n, numel in sizes.items() if numel > self.min_entries]
         if self.scope == "tensor":
             return [(n,) for n in big]
         return [tuple(big)] if big else []
@@ -294,7 +299,7 @@ class CountSketch:
 
     def compress(self, update: Mapping[str, torch.Tensor]):
         ctx = {n: (tuple(t.shape), t.dtype, t.device) for n, t in update.items()}
-        groups = self._groups(update)
+        groups = self.groups({n: t.numel() for n, t in update.items()})
         grouped = {n for g in groups for n in g}
         raw = {
             n: t.detach().to(torch.float32).clone() for n, t in update.items() if n not in grouped
@@ -348,10 +353,23 @@ class CountSketch:
                 n_entries=s.d,
                 n_sent=cells,
             )
+            if self.topk is not None:
+                out += RateBreakdown(side_bits=K_BITS)
         for t in payload["raw"].values():
             out += RateBreakdown(
                 raw_bits=FLOAT_BITS * t.numel(), n_entries=t.numel(), n_sent=t.numel()
             )
-        if payload["sketches"] and self.hash_kind != "m22_slip":
-            out += RateBreakdown(side_bits=SEED_BITS)
         return out
+
+    def to_bytes(self, payload, ctx) -> bytes:
+        """The payload in the byte format (:mod:`~gradcomp.compression.sketch_wire`)."""
+        from gradcomp.compression.sketch_wire import encode_sketches
+
+        return encode_sketches(self, payload, ctx)
+
+    @classmethod
+    def receiver(cls, spec: Mapping[str, Any], layout, *, rnd: int):
+        """The receiver of a spec's updates of ``layout`` (its hashes from the spec's seed)."""
+        from gradcomp.compression.sketch_wire import SketchReceiver
+
+        return SketchReceiver(cls.from_spec(spec), layout)

@@ -85,6 +85,7 @@ class Float8(ValueQuantizer):
 
     kind = "float8"
     fixed_rate = 8
+    nearest_labels = True
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them
     options: ClassVar[dict[str, object]] = {
         "float8_format": "e5m2",
@@ -124,18 +125,31 @@ class Float8(ValueQuantizer):
         k = amax_exponent(float(np.max(np.abs(v))), float(self.unit_levels[-1]))
         return int(np.clip(k, *_K_RANGE))
 
+    def n_symbols(self) -> int:
+        return int(self.unit_levels.size)
+
+    def _values(self, n: int, k: int, indices=None) -> Float8Values:
+        return Float8Values(
+            self.kind,
+            n,
+            indices=indices,
+            levels=self.unit_levels * 2.0**-k,
+            side={"exponent": float(k)} if self.scaling == "amax" else {},
+            value_bits=8,
+        )
+
+    def write_side(self, q, w):
+        if self.scaling == "amax":
+            w.array(np.array([q.side["exponent"]], dtype=np.int8), "i1")
+
+    def read_side(self, r, n, *, name, step):
+        k = int(r.array("i1", 1, "exponent")[0]) if self.scaling == "amax" else 0
+        return self._values(n, k)
+
     def encode(self, values: torch.Tensor, name: str = "") -> Float8Values:
         v = np.asarray(as_numpy(values), dtype=np.float64)
         if np.isnan(v).any():
             raise ValueError(f"float8: tensor {name!r} has NaN values")
         k = self.exponent(v)
-        levels = self.unit_levels * 2.0**-k
         indices = round_to_grid(v * 2.0**k, self.unit_levels, self.ties)
-        return Float8Values(
-            self.kind,
-            v.size,
-            indices=torch.from_numpy(indices).to(values.device),
-            levels=levels,
-            side={"exponent": float(k)} if self.scaling == "amax" else {},
-            value_bits=8,
-        )
+        return self._values(v.size, k, torch.from_numpy(indices).to(values.device))

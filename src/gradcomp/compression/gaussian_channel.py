@@ -8,16 +8,38 @@ Gaussian distortion-rate function at the R bits per value it is charged. ``mu`` 
 (the values' mean and standard deviation) are side information, 32 bits each, and both
 enter the output. (The authors' "optimal compression" adds ``N(0, 2^(-2R))`` to the
 standardised values, a forward channel whose mutual information is
-``1/2 log2(1 + 2^(2R))`` > R bits, and charges R.)
+``1/2 log2(1 + 2^(2R))`` > R bits; the authors charge R, here ``slip`` is charged its mutual
+information, ``ceil(n/2 log2(1 + 2^(2R)))`` bits for n values.)
+
+An ideal channel, not a code: no bitstream of R bits per value exists. On the uplink's byte
+format (:mod:`gradcomp.compression.wire`) its outputs travel as float64 stand-ins, so that
+the server decodes them like any payload, and its rows say ``bits_source = ideal``: their
+bits are the mutual information above, not bytes sent, and are not compared with codes at
+matched measured bits.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import torch
 
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
 
-__all__ = ["GaussianChannel"]
+__all__ = ["ChannelValues", "GaussianChannel"]
+
+
+@dataclass
+class ChannelValues(QuantizedValues):
+    """The channel's outputs; ``bits_per_value`` its mutual information per value (R for the
+    backward channel, ``1/2 log2(1 + 2^(2R))`` for ``slip``'s forward one)."""
+
+    bits_per_value: float = 0.0
+
+    @property
+    def payload_bits(self) -> int:
+        return math.ceil(self.n * self.bits_per_value - 1e-9)
 
 
 class GaussianChannel(ValueQuantizer):
@@ -25,6 +47,8 @@ class GaussianChannel(ValueQuantizer):
     forward channel); ``seed`` seeds the noise (one torch.Generator per quantizer, CPU)."""
 
     kind = "gaussian_channel"
+    wire_dtype = "f8"
+    ideal = True
 
     def __init__(self, rate: int, *, seed: int = 0, slip: bool = False):
         self.rate, self.slip = int(rate), bool(slip)
@@ -44,10 +68,16 @@ class GaussianChannel(ValueQuantizer):
         else:
             a = 1.0 - 2.0 ** (-2 * self.rate)
             out = mean + a * (x - mean) + (a * (1.0 - a)) ** 0.5 * std * noise
-        return QuantizedValues(
+        return ChannelValues(
             self.kind,
             values.numel(),
             values=out,
             side={"mean": mean, "std": std},
             value_bits=self.rate,
+            bits_per_value=self.bits_per_value,
         )
+
+    @property
+    def bits_per_value(self) -> float:
+        """The channel's mutual information per value, bits."""
+        return 0.5 * math.log2(1.0 + 2.0 ** (2 * self.rate)) if self.slip else float(self.rate)

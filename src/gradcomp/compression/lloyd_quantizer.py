@@ -7,7 +7,7 @@ What the law is fitted to (``fit_to``):
   update before sparsification (``full``), and Lloyd is designed on its conditional law on
   ``|x| >= tau``, tau being the smallest kept magnitude: the law of what is quantized. Side
   information: the shape (beta / c; none for norm and laplace), the scale and tau, 32 bits
-  each. Without sparsification tau = 0 and this is the plain fit of the tensor.
+  each. Without sparsification tau is the smallest magnitude, about 0: the plain fit.
 - ``"survivors"`` (the paper's code): the family is fitted to the kept values as if they
   were untruncated, with a free loc (``family="norm"``: standardised by their mean and
   standard deviation, the Gaussian Lloyd-Max levels); top-K leaves a hole around zero that
@@ -17,17 +17,25 @@ What the law is fitted to (``fit_to``):
 (:mod:`gradcomp.quantization.released_lloyd`): random initial levels (drawn from a stream
 seeded by ``seed``) left unsorted, one centroid update, and values labelled with the sorted
 thresholds but reconstructed with the unsorted levels, so not by their nearest level. Its side
-information adds the range of the random draw, ``min(|min x|, |max x|)``; the receiver
-redraws the levels from the shared seed.
+information adds the range of the random draw, ``min(|min x|, |max x|)``; the draw's stream
+is seeded by (``seed``, the update's index, the tensor's name), so the receiver redraws the
+same levels (:meth:`LloydQuantizer.slip_rng`).
+
+Side values travel as float32 (:attr:`LloydQuantizer.side_names`) and both ends design the
+levels from the rounded values, so the receiver's levels are the sender's bit for bit.
 
 If the fit or the design fails (e.g. constant values) or gives a non-finite level, uniform
-min-max levels are used instead and a warning is logged: no NaN reaches the model.
+min-max levels are used instead and a warning is logged: no NaN reaches the model. A 1-bit
+design flag (charged with the side information) tells the receiver which levels to build;
+the fallback's side values are the uniform quantizer's min and max.
 """
 
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -38,9 +46,13 @@ from gradcomp.compression.value_quantizers import (
     QuantizedValues,
     UniformQuantizer,
     ValueQuantizer,
+    as_sent,
     level_bits,
     level_values,
+    read_side_floats,
+    write_side_floats,
 )
+from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.distributions.fitting import FAMILIES as LLOYD_FAMILIES
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.released_lloyd import released_design, released_labels
@@ -48,9 +60,14 @@ from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "default_fit"]
+__all__ = [
+    "FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "LloydValues", "default_fit", "lloyd_levels",
+]  # fmt: skip
 
 FIT_TO = ("update", "survivors")
+#: The flag that says whether the levels are the Lloyd design or the uniform fallback.
+DESIGN_FLAG_BITS = 1
+_SLIP = 0x534C4950  # "SLIP"
 
 
 @lru_cache(maxsize=256)
@@ -76,6 +93,8 @@ class LloydQuantizer(ValueQuantizer):
     takes_M = True
     takes_family = True
     uses_full_tensor = True
+    uses_step = True
+    nearest_labels = True
 
     def __init__(
         self,
@@ -95,7 +114,7 @@ class LloydQuantizer(ValueQuantizer):
         self.rate, self.family, self.M = int(rate), family, float(M)
         self.fit_to, self.slip = fit_to, bool(slip)
         self.fit_fn = fit_fn or default_fit
-        self._slip_rng = np.random.default_rng([int(seed), 0x534C4950])  # "SLIP"
+        self.seed = int(seed)
 
     @classmethod
     def from_spec(cls, spec, *, fit_fn=None, **kwargs):
@@ -113,81 +132,150 @@ class LloydQuantizer(ValueQuantizer):
     def n_levels(self) -> int:
         return 2**self.rate
 
-    def _fit(self, x: np.ndarray, full: np.ndarray | None, name: str):
-        """(law parameters, tau): the whole update's law with loc 0 and tau the smallest kept
-        magnitude (``fit_to="update"``), else the survivors' law (norm: their mean and std)."""
-        if self.fit_to == "update" and full is not None:
-            params = self.fit_fn(full, self.family, name, 0.0).params
-            return {k: float(v) for k, v in params.items()}, float(np.min(np.abs(x)))
+    def n_symbols(self) -> int:
+        return self.n_levels
+
+    @property
+    def side_names(self) -> tuple[str, ...]:
+        """The side values sent, in order (float32 each): the law's shape (gennorm's beta,
+        dweibull's c), then its scale and tau (``fit_to="update"``, loc fixed at 0), or the
+        survivors' mean and std (norm) or shape, loc and scale; ``slip`` adds the range of
+        its random initial levels."""
+        shape = {"gennorm": ("beta",), "dweibull": ("c",)}.get(self.family, ())
+        if self.fit_to == "update":
+            names = (*shape, "scale", "tau")
+        elif self.family == "norm":
+            names = ("mean", "std")
+        else:
+            names = (*shape, "loc", "scale")
+        return (*names, "init_range") if self.slip else names
+
+    def _fit(self, x: np.ndarray, full: np.ndarray | None, name: str) -> dict[str, float]:
+        """The side values (not yet rounded): the whole update's law with loc 0 and tau the
+        smallest kept magnitude (``fit_to="update"``; without ``full`` the values are the
+        whole tensor), else the survivors' law (norm: their mean and std)."""
+        if self.fit_to == "update":
+            params = self.fit_fn(x if full is None else full, self.family, name, 0.0).params
+            return {**{k: float(v) for k, v in params.items() if k != "loc"},
+                    "tau": float(np.min(np.abs(x)))}  # fmt: skip
         if self.family == "norm":
             mean, std = float(x.mean()), float(x.std())
             if not std > 0:
                 raise ValueError("zero standard deviation")
-            return {"loc": mean, "scale": std}, 0.0
-        return {k: float(v) for k, v in self.fit_fn(x, self.family, name).params.items()}, 0.0
+            return {"mean": mean, "std": std}
+        return {k: float(v) for k, v in self.fit_fn(x, self.family, name).params.items()}
 
-    def _side(self, params: dict[str, float], tau: float, fit_update: bool) -> dict[str, float]:
-        """The parameters sent, 32 bits each."""
-        if fit_update:  # loc is fixed at 0
-            return {**{k: v for k, v in params.items() if k != "loc"}, "tau": tau}
-        if self.family == "norm":
-            return {"mean": params["loc"], "std": params["scale"]}
-        return dict(params)
+    def _law(self, side: dict[str, float]) -> tuple[dict[str, float], float]:
+        """(scipy parameters, tau) of the law the side values describe."""
+        if self.family == "norm" and self.fit_to != "update":
+            return {"loc": side["mean"], "scale": side["std"]}, 0.0
+        params = {k: side[k] for k in self.side_names if k not in ("tau", "init_range")}
+        return {"loc": 0.0, **params}, side.get("tau", 0.0)
 
-    def _design(self, x: np.ndarray, full: np.ndarray | None, name: str):
-        """Converged Lloyd levels (sorted, L) and the side information."""
-        params, tau = self._fit(x, full, name)
-        fit_update = self.fit_to == "update" and full is not None
-        if self.family == "norm" and not fit_update:
+    def slip_rng(self, name: str, step: int) -> np.random.Generator:
+        """The stream of ``slip``'s random initial levels for tensor ``name`` in update
+        ``step``: from the spec's seed, so that the receiver draws the same."""
+        return np.random.default_rng([self.seed, int(step), zlib.crc32(name.encode()), _SLIP])
+
+    def _designed(self, side: dict[str, float], name: str, step: int):
+        """(sorted levels, thresholds in list order or None) from the side values as sent."""
+        params, tau = self._law(side)
+        if self.slip:
+            law = SymmetricLaw.from_family(self.family, params)
+            r = side["init_range"]
+            listed, thresholds = released_design(
+                law, self.n_levels, self.M, -r, r, self.slip_rng(name, step), tau=tau
+            )
+            _check_finite(listed)
+            return listed, thresholds
+        if self.family == "norm" and self.fit_to != "update":
             levels = params["loc"] + params["scale"] * _standard_normal_levels(
                 self.n_levels, self.M
             )
         else:
-            levels = lloyd_design(self.family, params, self.n_levels, self.M, tau=tau).levels
-        return levels, self._side(params, tau, fit_update)
-
-    def _encode_slip(self, values, x: np.ndarray, full: np.ndarray | None, name: str):
-        """The released quantizer (see the module doc), as :class:`QuantizedValues`."""
-        params, tau = self._fit(x, full, name)
-        law = SymmetricLaw.from_family(self.family, params)
-        x_min, x_max = float(x.min()), float(x.max())
-        listed, thresholds = released_design(
-            law, self.n_levels, self.M, x_min, x_max, self._slip_rng, tau=tau
-        )
-        _check_finite(listed)
-        order = np.argsort(listed, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
-        indices = rank[released_labels(x, thresholds)]  # into the sorted levels
-        side = self._side(params, tau, self.fit_to == "update" and full is not None)
-        side["init_range"] = min(abs(x_min), abs(x_max))
-        return QuantizedValues(
-            self.kind,
-            values.numel(),
-            indices=torch.from_numpy(indices).to(values.device),
-            levels=listed[order],
-            side=side,
-            value_bits=level_bits(self.n_levels),
-        )
+            levels = lloyd_levels(self.family, tuple(params.items()), self.n_levels, self.M, tau)
+        _check_finite(levels)
+        return levels, None
 
     def encode(
-        self, values: torch.Tensor, name: str = "", full: torch.Tensor | None = None
-    ) -> QuantizedValues:
+        self, values: torch.Tensor, name: str = "", full: torch.Tensor | None = None, step: int = 0
+    ) -> LloydValues:
         x = values.detach().to("cpu", torch.float64).numpy()
         whole = None if full is None else full.detach().to("cpu", torch.float64).numpy()
         try:
+            side = self._fit(x, whole, name)
             if self.slip:
-                return self._encode_slip(values, x, whole, name)
-            levels, side = self._design(x, whole, name)
-            _check_finite(levels)
+                side["init_range"] = min(abs(float(x.min())), abs(float(x.max())))
+            side = {k: as_sent(side[k]) for k in self.side_names}
+            levels, thresholds = self._designed(side, name, step)
         except (ValueError, ArithmeticError) as exc:  # GradientDataError is a ValueError
             log.warning(
                 "lloyd %s on %r failed (%s); using uniform min-max levels", self.family, name, exc
             )
             q = UniformQuantizer(self.rate).encode(values, name)
-            q.kind = self.kind
-            return q
-        return level_values(self.kind, values, levels, side)
+            return LloydValues(self.kind, q.n, q.indices, levels=q.levels, side=q.side,
+                               value_bits=q.value_bits, fallback=True)  # fmt: skip
+        if thresholds is None:
+            q = level_values(self.kind, values, levels, side)
+            return LloydValues(self.kind, q.n, q.indices, levels=q.levels, side=side,
+                               value_bits=q.value_bits)  # fmt: skip
+        order = np.argsort(levels, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        indices = rank[released_labels(x, thresholds)]  # into the sorted levels
+        return LloydValues(
+            self.kind,
+            values.numel(),
+            indices=torch.from_numpy(indices).to(values.device),
+            levels=levels[order],
+            side=side,
+            value_bits=level_bits(self.n_levels),
+        )
+
+    def write_side(self, q: LloydValues, w: FieldWriter) -> None:
+        w.u8(int(q.fallback))
+        write_side_floats(w, q.side, UniformQuantizer.side_names if q.fallback else self.side_names)
+
+    def read_side(self, r: FieldReader, n: int, *, name: str, step: int) -> LloydValues:
+        fallback = r.u8("design")
+        if fallback > 1:
+            raise r.error("design", f"{fallback} is neither 0 (Lloyd) nor 1 (uniform fallback)")
+        if fallback:
+            side = read_side_floats(r, UniformQuantizer.side_names)
+            levels = UniformQuantizer(self.rate).levels(side)
+        else:
+            side = read_side_floats(r, self.side_names)
+            try:
+                levels, _ = self._designed(side, name, step)
+            except (ValueError, ArithmeticError) as exc:
+                fields = ", ".join(self.side_names)
+                raise r.error(fields, f"no levels from {side}: {exc}") from None
+            levels = np.sort(levels)
+        bits = level_bits(self.n_levels)
+        return LloydValues(self.kind, n, levels=levels, side=side, value_bits=bits,
+                           fallback=bool(fallback))  # fmt: skip
+
+
+@dataclass
+class LloydValues(QuantizedValues):
+    """:class:`QuantizedValues` of a Lloyd design, or of its uniform ``fallback`` (when the fit
+    or the design failed); the 1-bit design flag is charged with the side information."""
+
+    fallback: bool = False
+
+    @property
+    def side_bits(self) -> int:
+        return super().side_bits + DESIGN_FLAG_BITS
+
+
+@lru_cache(maxsize=256)
+def lloyd_levels(family: str, params: tuple, n_levels: int, M: float, tau: float) -> np.ndarray:
+    """Converged Lloyd levels (sorted, L) of a law, one design per distinct input (both ends
+    design the same levels from the same rounded side values; a cached design is the same
+    numbers as a fresh one). Read only."""
+    levels = lloyd_design(family, dict(params), n_levels, M, tau=tau).levels
+    levels.setflags(write=False)
+    return levels
 
 
 def _check_finite(levels: np.ndarray) -> None:

@@ -19,6 +19,11 @@ sent raw as float32 (their memory residual is zero).
 Rate parts: ``payload_fixed_bits = payload_huffman_bits = 32 (n + m) r'`` per low-rank
 matrix (nothing is entropy coded), ``raw_bits = 32`` per entry of the raw tensors; no
 positions, no side info. ``n_sent`` counts the float32 numbers sent.
+
+Byte format (:mod:`gradcomp.compression.wire`): one record per tensor, P (n x r', row-major)
+then Q (m x r') as float32, or the raw tensor's entries as float32; the receiver knows r'
+from the spec's rank and the shape (:meth:`PowerSGD.matrix_rank`), and needs no state: P and
+Q are both sent.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import torch
 
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
+from gradcomp.compression.wire_fields import FieldWriter
+from gradcomp.compression.wire_records import UpdateLayout, read_records, write_records
 
 __all__ = ["LowRank", "PowerSGD"]
 
@@ -132,4 +139,46 @@ class PowerSGD:
                     n_entries=numel,
                     n_sent=p.numbers,
                 )
+        return out
+
+    def to_bytes(self, payload, ctx) -> bytes:
+        """The payload in the byte format (module doc)."""
+        layout = UpdateLayout.from_items((n, c[0], c[1]) for n, c in ctx.items())
+        records = []
+        for p in payload.values():
+            w = FieldWriter()
+            for part in (p.raw,) if p.raw is not None else (p.p, p.q):
+                w.array(part.detach().cpu().reshape(-1).numpy(), "f4")
+            records.append(w.getvalue())
+        return write_records(self.kind, layout, records)
+
+    @classmethod
+    def receiver(cls, spec: Mapping[str, Any], layout: UpdateLayout, *, rnd: int):
+        """The receiver of a spec's updates of ``layout`` (it needs the rank alone)."""
+        return _PowerSGDReceiver(cls(spec["rate"]), layout)
+
+
+class _PowerSGDReceiver:
+    """Decodes PowerSGD's bytes; ``ranks``: a fresh :class:`PowerSGD` of the spec's rank (its
+    :meth:`~PowerSGD.matrix_rank` only)."""
+
+    def __init__(self, ranks: PowerSGD, layout: UpdateLayout):
+        self.ranks, self.layout = ranks, layout
+
+    def decode(self, data) -> dict[str, torch.Tensor]:
+        wheres = [f"tensor {n!r}" for n in self.layout.names]
+        out = {}
+        for r, (name, shape, dtype) in zip(
+            read_records(data, PowerSGD.kind, self.layout, wheres), self.layout, strict=True
+        ):
+            rank = self.ranks.matrix_rank(shape)
+            if rank:
+                n, m = shape[0], math.prod(shape[1:])
+                p = torch.from_numpy(r.array("f4", n * rank, "P")).reshape(n, rank)
+                q = torch.from_numpy(r.array("f4", m * rank, "Q")).reshape(m, rank)
+                sent = LowRank(p=p, q=q)
+            else:
+                sent = LowRank(raw=torch.from_numpy(r.array("f4", math.prod(shape), "values")))
+            r.finish()
+            out[name] = sent.matrix().reshape(shape).to(dtype)
         return out

@@ -17,7 +17,12 @@ __all__ = ["Compressor"]
 class Compressor(Protocol):
     """One user's uplink compressor; may keep state (error feedback) across rounds.
 
-    Optional: ``kept_masks(payload, ctx) -> {name: bool tensor}``, the entries it selected.
+    Optional: ``kept_masks(payload, ctx) -> {name: bool tensor}``, the entries it selected;
+    the byte format (:mod:`gradcomp.compression.wire`): ``to_bytes(payload, ctx) -> bytes``
+    and, on the class, ``from_bytes(data, layout, *, rnd, **constructor keywords) ->
+    {name: tensor}``, the receiver's decode without this object (the built-in kinds:
+    ``to_bytes`` and a class method ``receiver(spec, layout, *, rnd)`` instead). Without
+    them the compressor's bits are self-reported.
     """
 
     def compress(self, update: dict[str, torch.Tensor]) -> tuple[Any, Any]:

@@ -31,7 +31,7 @@ from typing import ClassVar
 import numpy as np
 from bitarray import bitarray
 
-from gradcomp.coding.elias import BitReader, gamma_widths, pack_fields
+from gradcomp.coding.elias import gamma_widths
 from gradcomp.compression.stochastic_levels import StochasticLevels
 
 __all__ = ["QSGD", "QSGDEliasCode", "qsgd_variance_bound"]
@@ -62,29 +62,46 @@ class QSGDEliasCode:
         return 0
 
     def encode(self, indices) -> bitarray:
+        from gradcomp.coding.bit_kernels import pack_bits
+
         levels = np.asarray(indices, dtype=np.int64).ravel() - self.s
         pos = np.flatnonzero(levels)
         gaps = np.diff(pos, prepend=-1)
         mags, neg = np.abs(levels[pos]), (levels[pos] < 0).astype(np.int64)
         values = np.stack([gaps, neg, mags], axis=1).ravel()
         widths = np.stack([gamma_widths(gaps), np.ones_like(neg), gamma_widths(mags)], 1).ravel()
-        return pack_fields(
+        packed, n_bits = pack_bits(
             np.concatenate([[pos.size], values]), np.concatenate([[_COUNT_BITS], widths])
         )
+        out = bitarray(endian="big")
+        out.frombytes(packed.tobytes())
+        del out[n_bits:]
+        return out
+
+    def decode_prefix(self, buf: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+        """The ``n`` indices (int64) of the :meth:`encode` stream at the start of the bytes
+        ``buf`` (uint8), and the stream's length in bits; ``ValueError`` when the stream ends
+        early or does not fit n entries and s levels."""
+        from gradcomp.coding.bit_kernels import read_signed_gaps
+
+        buf = np.asarray(buf, dtype=np.uint8)
+        if buf.size < _COUNT_BITS // 8:
+            raise ValueError("QSGD stream ends inside its count")
+        count = int.from_bytes(buf[: _COUNT_BITS // 8].tobytes(), "big")
+        if count > n:
+            raise ValueError(f"QSGD stream claims {count} non-zero levels in {n} entries")
+        gaps, negative, mags, end = read_signed_gaps(buf, _COUNT_BITS, count)
+        positions = np.cumsum(gaps) - 1
+        if count and (positions[-1] >= n or mags.max() > self.s):
+            raise ValueError("QSGD stream does not fit the tensor")
+        out = np.full(n, self.s, dtype=np.int64)
+        out[positions] = self.s + np.where(negative, -mags, mags)
+        return out, end
 
     def decode(self, bits: bitarray, n: int) -> np.ndarray:
         """The ``n`` indices (int64) of an :meth:`encode` stream."""
-        reader = BitReader(bits)
-        out = np.full(n, self.s, dtype=np.int64)
-        position = -1
-        for _ in range(reader.read(_COUNT_BITS)):
-            position += reader.read_gamma()
-            sign = -1 if reader.read(1) else 1
-            level = reader.read_gamma()
-            if position >= n or level > self.s:
-                raise ValueError("QSGD stream does not fit the tensor")
-            out[position] = self.s + sign * level
-        return out
+        big = bits if bits.endian == "big" else bitarray(bits, endian="big")
+        return self.decode_prefix(np.frombuffer(big.tobytes(), dtype=np.uint8), n)[0]
 
 
 class QSGD(StochasticLevels):
@@ -118,4 +135,7 @@ class QSGD(StochasticLevels):
 
     def entropy_coder(self, counts) -> QSGDEliasCode:
         """QSGD's own code replaces the Huffman code of the indices."""
+        return QSGDEliasCode(self.s)
+
+    def known_code(self) -> QSGDEliasCode:
         return QSGDEliasCode(self.s)

@@ -7,10 +7,11 @@ uniformly without replacement, so every entry is kept with probability ``p = K /
 kept values are multiplied by ``scale = 1 / p = N / K``, so the sparsified update is an
 unbiased estimate of the update.
 
-Positions: each compression draws a fresh 32-bit seed from the compressor's own stream
-(seeded with the spec's ``seed``); the receiver regenerates the positions from it
-(:meth:`RandomK.masks_from_seed`), so the positions cost 32 bits per update (charged as
-``position_bits``) and every kept entry's value is sent, zeros included.
+Positions: the positions of the update with index ``step`` (0 for the compressor's first,
+one more per update) come from the 32-bit seed :meth:`RandomK.mask_seed` derives from the
+spec's ``seed`` (agreed before the first round: the run seed and the user) and ``step``,
+which the receiver knows too, so it regenerates them (:meth:`RandomK.masks_from_seed`):
+the positions cost no bits and every kept entry's value is sent, zeros included.
 
 With error feedback the kept values are sent unscaled (``unbiased=False``), as in Stich et
 al. 2018 ("Sparsified SGD with memory"): the residual of the scaled version on the kept
@@ -31,22 +32,25 @@ from gradcomp.compression.sparsifiers import TopK
 
 __all__ = ["RandomK"]
 
-SEED_BITS = 32
+_TAG = 0x52414E4B  # "RANK"
 
 
 class RandomK:
-    """Random-K sparsifier (see the module doc). ``select`` draws a new seed each call."""
-
-    #: the receiver regenerates the positions from :attr:`last_seed` (``SEED_BITS`` bits)
-    seed_bits = SEED_BITS
+    """Random-K sparsifier (see the module doc); ``select`` draws the positions of one update."""
 
     def __init__(self, fraction: float, *, seed: int = 0, unbiased: bool = True):
         self.count = TopK(fraction).count  # the same K = ceil(fraction * N)
         self.fraction = float(fraction)
         self.unbiased = bool(unbiased)  # scale the kept values by 1/p
-        self._seeds = np.random.default_rng([int(seed), 0x52414E4B])  # "RANK"
+        self.seed = int(seed)
         self.last_seed: int | None = None
         self.scale = 1.0
+
+    @staticmethod
+    def mask_seed(seed: int, step: int) -> int:
+        """The 32-bit seed of the positions of update ``step`` of a compressor seeded ``seed``."""
+        state = np.random.SeedSequence([int(seed) % 2**63, int(step), _TAG]).generate_state(1)
+        return int(state[0])
 
     @staticmethod
     def masks_from_seed(
@@ -60,13 +64,14 @@ class RandomK:
         parts = torch.split(keep, sizes)
         return {n: m.reshape(s) for (n, s), m in zip(shapes.items(), parts, strict=True)}
 
-    def select(self, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Name -> boolean mask (tensor's shape and device) of the kept entries; sets
-        :attr:`scale` (N / K, or 1 when not ``unbiased``) and :attr:`last_seed`."""
+    def select(self, tensors: Mapping[str, torch.Tensor], *, step: int) -> dict[str, torch.Tensor]:
+        """Name -> boolean mask (tensor's shape and device) of the kept entries of update
+        ``step``; sets :attr:`scale` (N / K, or 1 when not ``unbiased``) and
+        :attr:`last_seed` (:meth:`mask_seed`)."""
         shapes = {n: t.shape for n, t in tensors.items()}
         total = sum(t.numel() for t in tensors.values())
         k = self.count(total)
         self.scale = total / k if (k and self.unbiased) else 1.0
-        self.last_seed = int(self._seeds.integers(2**SEED_BITS))
+        self.last_seed = self.mask_seed(self.seed, step)
         masks = self.masks_from_seed(self.last_seed, k, shapes)
         return {n: m.to(tensors[n].device) for n, m in masks.items()}

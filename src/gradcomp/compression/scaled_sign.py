@@ -16,7 +16,13 @@ import numpy as np
 import torch
 
 from gradcomp.coding import HuffmanCode
-from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
+from gradcomp.compression.value_quantizers import (
+    QuantizedValues,
+    ValueQuantizer,
+    as_sent,
+    read_side_floats,
+    write_side_floats,
+)
 
 __all__ = ["ScaledSign"]
 
@@ -36,18 +42,30 @@ class ScaledSign(ValueQuantizer):
 
     kind = "scaled_sign"
     fixed_rate = 1
+    nearest_labels = True
+
+    def n_symbols(self) -> int:
+        return 2
+
+    def _values(self, n: int, scale: float, indices=None) -> QuantizedValues:
+        return QuantizedValues(
+            self.kind, n, indices=indices, levels=np.array([-scale, scale]),
+            side={"scale": scale}, value_bits=1,
+        )  # fmt: skip
 
     def encode(self, values, name=""):
         p = values.detach().to(torch.float64)
-        scale = float(np.float32(p.abs().mean())) if p.numel() else 0.0
-        return QuantizedValues(
-            self.kind,
-            p.numel(),
-            indices=(p >= 0).to(torch.int64),
-            levels=np.array([-scale, scale]),
-            side={"scale": scale},
-            value_bits=1,
-        )
+        scale = as_sent(p.abs().mean()) if p.numel() else 0.0
+        return self._values(p.numel(), scale, (p >= 0).to(torch.int64))
 
     def entropy_coder(self, counts) -> HuffmanCode:
         return _OneBitCode()
+
+    def known_code(self) -> HuffmanCode:
+        return _OneBitCode()
+
+    def write_side(self, q, w):
+        write_side_floats(w, q.side, ("scale",))
+
+    def read_side(self, r, n, *, name, step):
+        return self._values(n, read_side_floats(r, ("scale",))["scale"])

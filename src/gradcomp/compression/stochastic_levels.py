@@ -48,9 +48,10 @@ class StochasticLevels(ValueQuantizer):
     ``xi_i`` is the stochastic rounding of ``r_i = s |v_i| / scale``: ``floor(r_i)`` plus one
     with probability ``r_i - floor(r_i)``, so ``E[xi_i] = r_i`` and the output is unbiased.
     ``scale`` (subclasses: :meth:`scale_of`) is rounded up to a float32, sent as side info
-    (32 bits), so ``r_i <= s``. Indices: ``s + sign(v_i) xi_i`` in 0..2s (level ``-s`` is
-    index 0); fixed rate ``ceil(log2(2s + 1))`` bits per value. The uniforms come from a
-    CPU ``torch.Generator`` seeded with ``seed``: a given seed gives the same output.
+    (32 bits), so ``r_i <= s``; a scale beyond float32's range is refused (``ValueError``).
+    Indices: ``s + sign(v_i) xi_i`` in 0..2s (level ``-s`` is index 0); fixed rate
+    ``ceil(log2(2s + 1))`` bits per value. The uniforms come from a CPU ``torch.Generator``
+    seeded with ``seed``: a given seed gives the same output.
 
     With ``bucket_size`` (None: the whole tensor) each bucket has its own scale; a tensor of
     one bucket gives a :class:`QuantizedValues` with the scale in ``side``, several a
@@ -58,6 +59,7 @@ class StochasticLevels(ValueQuantizer):
     """
 
     scale_name: ClassVar[str] = "scale"
+    nearest_labels = True
 
     def __init__(self, s: int, *, seed: int = 0, bucket_size: int | None = None):
         if s < 1:
@@ -72,14 +74,26 @@ class StochasticLevels(ValueQuantizer):
         """The scale of each row of ``buckets`` (n_buckets, b), zero-padded; (n_buckets,)."""
         raise NotImplementedError
 
+    def n_symbols(self) -> int:
+        return 2 * self.s + 1
+
+    def buckets(self, n: int) -> tuple[int, int]:
+        """(entries per bucket, number of buckets) of n sent values."""
+        b = n if self.bucket_size is None else min(self.bucket_size, n)
+        return b, (-(-n // b) if n else 0)
+
     def encode(self, values, name=""):
         v = values.detach().to(torch.float64).reshape(-1)
         n = v.numel()
-        b = n if self.bucket_size is None else min(self.bucket_size, n)
-        n_buckets = -(-n // b) if n else 0
+        b, n_buckets = self.buckets(n)
         padded = torch.zeros(n_buckets * b, dtype=torch.float64, device=v.device)
         padded[:n] = v
         scales = _float32_at_least(self.scale_of(padded.reshape(n_buckets, b)))
+        if not torch.isfinite(scales).all():
+            raise ValueError(
+                f"{self.kind}: tensor {name!r} has a bucket {self.scale_name} beyond float32 "
+                f"({float(scales.max()):.3g}), which its 32-bit side value cannot carry"
+            )
         per_value = scales.repeat_interleave(b)[:n]
         safe = torch.where(per_value > 0, per_value, torch.ones_like(per_value))
         r = torch.where(per_value > 0, self.s * v.abs() / safe, torch.zeros_like(v))
@@ -87,18 +101,31 @@ class StochasticLevels(ValueQuantizer):
         u = torch.rand(v.shape, generator=self.generator, dtype=torch.float64).to(v.device)
         xi = (low + (u < r - low).to(torch.float64)).clamp_(max=self.s)
         indices = (self.s + torch.sign(v) * xi).to(torch.int64)
+        return self._values(n, scales.cpu().numpy(), indices)
+
+    def _values(self, n: int, scales: np.ndarray, indices) -> QuantizedValues:
+        """The :class:`QuantizedValues` of ``n`` values with bucket ``scales`` (float64 holding
+        float32 numbers), one bucket or several."""
         unit = np.arange(-self.s, self.s + 1, dtype=np.float64) / self.s
-        bits = level_bits(2 * self.s + 1)
-        if n_buckets <= 1:
-            scale = float(scales[0]) if n_buckets else 0.0
+        bits = level_bits(self.n_symbols())
+        if scales.size <= 1:
+            scale = float(scales[0]) if scales.size else 0.0
             side = {self.scale_name: scale}
             return QuantizedValues(
                 self.kind, n, indices, levels=scale * unit, side=side, value_bits=bits
             )
         return BucketedValues(
             self.kind, n, indices, levels=unit, value_bits=bits,
-            scales=scales.cpu().numpy(), bucket_size=b,
+            scales=scales, bucket_size=self.buckets(n)[0],
         )  # fmt: skip
+
+    def write_side(self, q, w):
+        scales = q.scales if isinstance(q, BucketedValues) else np.array([q.side[self.scale_name]])
+        w.array(np.asarray(scales, dtype=np.float64).astype(np.float32), "f4")
+
+    def read_side(self, r, n, *, name, step):
+        scales = r.array("f4", self.buckets(n)[1], self.scale_name).astype(np.float64)
+        return self._values(n, scales, None)
 
     def decode(self, q, indices=None):
         if not isinstance(q, BucketedValues):

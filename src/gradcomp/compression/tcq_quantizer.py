@@ -11,10 +11,10 @@ codes all values. If the fit fails, the start codebook is 2^(R+1) uniform levels
 [min, max] (refined all the same) and a warning is logged.
 
 What is sent: one R-bit word per value (the branch bit and the level's index in its subset;
-``value_bits = R`` exactly), the initial trellis state (log2(states) bits of information,
-charged 32 bits like every side parameter) and the refined codebook, 2^(R+1) float32 levels
-(``levels_sent``, as ``kmeans`` sends its levels). The receiver needs nothing else: it walks
-the trellis from the initial state with the branch bits.
+``value_bits = R`` exactly), the initial trellis state (charged log2(states) bits, one byte on
+the wire) and the refined codebook, 2^(R+1) float32 levels (``levels_sent``, as ``kmeans``
+sends its levels). The receiver needs nothing else: it walks the trellis from the initial
+state with the branch bits.
 
 Entropy coding: with ``huffman`` the words are Huffman coded like any quantizer's indices
 (over the 2^R words). The branch bits are nearly incompressible, so the gain is only what
@@ -25,20 +25,35 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, default_fit
+from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
+from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 from gradcomp.quantization.tcq import TCQ_STATES, Trellis, refine_codebook, tcq_decode, viterbi
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TCQQuantizer"]
+__all__ = ["TCQQuantizer", "TrellisValues"]
+
+
+@dataclass
+class TrellisValues(QuantizedValues):
+    """TCQ's words with the initial state (``side["initial_state"]``, charged ``state_bits``)
+    and the codebook (``levels``, float32 each)."""
+
+    state_bits: int = 0
+
+    @property
+    def side_bits(self) -> int:
+        return self.state_bits + FLOAT_BITS * len(self.levels)
 
 
 class TCQQuantizer(ValueQuantizer):
@@ -112,15 +127,33 @@ class TCQQuantizer(ValueQuantizer):
             )
         levels = levels.astype(np.float32).astype(np.float64)  # what the wire carries
         path = viterbi(x, levels, self.trellis, weights)
-        return QuantizedValues(
-            self.kind,
-            x.size,
-            indices=torch.from_numpy(path.words).to(values.device),
-            levels=levels,
-            side={"initial_state": float(path.initial_state)},
-            value_bits=self.rate,
-            levels_sent=True,
-        )
+        return self._values(x.size, path.initial_state, levels,
+                            torch.from_numpy(path.words).to(values.device))  # fmt: skip
+
+    def n_symbols(self) -> int:
+        return 2**self.rate
+
+    @property
+    def state_bits(self) -> int:
+        """Bits of the initial state: log2(states)."""
+        return (self.trellis.states - 1).bit_length()
+
+    def _values(self, n: int, state: int, levels: np.ndarray, words=None) -> TrellisValues:
+        return TrellisValues(
+            self.kind, n, indices=words, levels=levels, side={"initial_state": float(state)},
+            value_bits=self.rate, levels_sent=True, state_bits=self.state_bits,
+        )  # fmt: skip
+
+    def write_side(self, q: TrellisValues, w: FieldWriter) -> None:
+        w.u8(int(q.side["initial_state"]))
+        w.array(q.levels.astype(np.float32), "f4")
+
+    def read_side(self, r: FieldReader, n: int, *, name: str, step: int) -> TrellisValues:
+        state = r.u8("initial state")
+        if state >= self.trellis.states:
+            raise r.error("initial state", f"{state} >= {self.trellis.states} states")
+        levels = r.array("f4", 2 * self.n_symbols(), "levels").astype(np.float64)
+        return self._values(n, state, levels)
 
     def decode(self, q: QuantizedValues, indices: torch.Tensor | None = None) -> torch.Tensor:
         words = q.indices if indices is None else indices

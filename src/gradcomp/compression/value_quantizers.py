@@ -18,6 +18,12 @@ gaussian_channel   a test-channel output, R bits                mean, std
 
 Level quantizers use :class:`gradcomp.quantization.level_quantizer.LevelQuantizer` (nearest level,
 thresholds at midpoints); the receiver recomputes the levels from the side information.
+
+The byte format (:mod:`gradcomp.compression.wire`): a kind writes its side information with
+:meth:`ValueQuantizer.write_side` and a receiver, with its own object built from the spec,
+reads it back with :meth:`ValueQuantizer.read_side`, which rebuilds the levels. Side values
+travel as float32, and the sender quantizes with the levels it rebuilds from the *rounded*
+values (:func:`as_sent`), so that the receiver's levels are the sender's, bit for bit.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import numpy as np
 import torch
 
 from gradcomp.compression.rates import FLOAT_BITS
+from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.level_quantizer import LevelQuantizer
 from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 
@@ -40,8 +47,11 @@ __all__ = [
     "QuantizedValues",
     "UniformQuantizer",
     "ValueQuantizer",
+    "as_sent",
     "level_bits",
     "level_values",
+    "read_side_floats",
+    "write_side_floats",
 ]
 
 
@@ -72,6 +82,32 @@ class QuantizedValues:
         n_levels = len(self.levels) if (self.levels_sent and self.levels is not None) else 0
         return FLOAT_BITS * (len(self.side) + n_levels)
 
+    @property
+    def payload_bits(self) -> int:
+        """Fixed-rate payload: ``value_bits`` per value."""
+        return self.n * self.value_bits
+
+
+def as_sent(x: float) -> float:
+    """``x`` rounded to the float32 a side value travels as (what both ends then use)."""
+    return float(np.float32(x))
+
+
+def write_side_floats(w: FieldWriter, side: Mapping[str, float], names: tuple[str, ...]) -> None:
+    """The side values ``names`` of ``side`` as float32 (they must be :func:`as_sent` already)."""
+    if set(side) != set(names):
+        raise ValueError(f"side information {sorted(side)} is not the kind's {list(names)}")
+    values = np.array([side[k] for k in names], dtype=np.float64)
+    if not np.array_equal(values.astype(np.float32).astype(np.float64), values, equal_nan=True):
+        raise ValueError(f"side values {dict(side)} are not float32 numbers (see as_sent)")
+    w.array(values.astype(np.float32), "f4")
+
+
+def read_side_floats(r: FieldReader, names: tuple[str, ...]) -> dict[str, float]:
+    """The float32 side values ``names`` (as float)."""
+    values = r.array("f4", len(names), ", ".join(names))
+    return {k: float(v) for k, v in zip(names, values, strict=True)}
+
 
 def level_bits(n_levels: int) -> int:
     """Fixed-rate bits of one index among ``n_levels`` levels: ``ceil(log2 L)`` (0 for one)."""
@@ -84,7 +120,15 @@ class ValueQuantizer:
     Class attributes for spec checking: ``fixed_rate`` (bits per value when the kind has one,
     else None and the spec needs a ``rate``), ``takes_M``, ``takes_family``. With
     ``uses_full_tensor`` the compressor passes ``full=`` (the whole tensor before
-    sparsification, 1-D) to :meth:`encode`, for designs that model what was dropped.
+    sparsification, 1-D) to :meth:`encode`, for designs that model what was dropped; with
+    ``uses_step`` it passes ``step=`` (the update's index in the compressor's sequence, 0
+    first), for draws that a receiver must repeat; ``nearest_labels``: the indices are the
+    values' nearest levels (what memory mode ``m22_slip`` relabels).
+
+    Byte format: ``wire_dtype`` is the numpy dtype of the values a value-sending kind puts
+    on the wire (``"f4"``, ``"f2"``, ``"f8"``), None for a kind that sends level indices in
+    0..:meth:`n_symbols` - 1; ``ideal`` marks a kind whose bits are an ideal rate rather than a
+    code (its values travel as a stand-in and its rows say ``ideal``).
     """
 
     kind: ClassVar[str] = "base"
@@ -92,6 +136,12 @@ class ValueQuantizer:
     takes_M: ClassVar[bool] = False
     takes_family: ClassVar[bool] = False
     uses_full_tensor: ClassVar[bool] = False
+    uses_step: ClassVar[bool] = False
+    wire_dtype: ClassVar[str | None] = None
+    ideal: ClassVar[bool] = False
+    #: whether the indices sent are nearest-level labels of ``levels`` (memory mode
+    #: ``m22_slip`` relabels them)
+    nearest_labels: ClassVar[bool] = False
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], **kwargs: Any) -> ValueQuantizer:
@@ -108,6 +158,24 @@ class ValueQuantizer:
         if idx is not None:
             return LevelQuantizer.from_levels(q.levels).dequantize(idx)
         return q.values.to(torch.float64)
+
+    def n_symbols(self) -> int:
+        """Alphabet size of the level indices a level kind sends (what a code table covers)."""
+        raise NotImplementedError(f"{self.kind} sends values, not level indices")
+
+    def known_code(self) -> Any:
+        """The entropy code both ends know without a table (QSGD's Elias code, the sign's
+        one-bit code), or None: a Huffman code table travels with the indices."""
+        return None
+
+    def write_side(self, q: QuantizedValues, w: FieldWriter) -> None:
+        """Sender: the side information of ``q`` (a non-empty tensor's), in the kind's order."""
+
+    def read_side(self, r: FieldReader, n: int, *, name: str, step: int) -> QuantizedValues:
+        """Receiver: what :meth:`write_side` wrote for ``n`` sent values of tensor ``name``, as
+        a :class:`QuantizedValues` without indices or values (its levels rebuilt), ready for
+        :meth:`decode` with the indices or values that follow."""
+        return QuantizedValues(self.kind, n, value_bits=self.fixed_rate or FLOAT_BITS)
 
 
 def level_values(
@@ -136,6 +204,7 @@ class PassThrough(ValueQuantizer):
 
     kind = "none"
     fixed_rate = FLOAT_BITS
+    wire_dtype = "f4"
 
     def encode(self, values, name=""):
         return QuantizedValues(
@@ -148,6 +217,7 @@ class Float16(ValueQuantizer):
 
     kind = "float16"
     fixed_rate = 16
+    wire_dtype = "f2"
 
     def encode(self, values, name=""):
         return QuantizedValues(
@@ -159,6 +229,7 @@ class UniformQuantizer(ValueQuantizer):
     """``uniform``: 2^R levels from min to max of the values (2^R + 1 with ``slip``)."""
 
     kind = "uniform"
+    nearest_labels = True
 
     def __init__(self, rate: int, *, slip: bool = False):
         self.rate, self.slip = int(rate), bool(slip)
@@ -167,7 +238,22 @@ class UniformQuantizer(ValueQuantizer):
     def from_spec(cls, spec, **kwargs):
         return cls(spec["rate"], slip=spec["slip"])
 
+    side_names = ("min", "max")
+
+    def levels(self, side: Mapping[str, float]) -> np.ndarray:
+        return uniform_minmax_levels(side["min"], side["max"], self.rate, extra_level=self.slip)
+
+    def n_symbols(self) -> int:
+        return 2**self.rate + int(self.slip)
+
     def encode(self, values, name=""):
-        lo, hi = float(values.min()), float(values.max())
-        levels = uniform_minmax_levels(lo, hi, self.rate, extra_level=self.slip)
-        return level_values(self.kind, values, levels, {"min": lo, "max": hi})
+        side = {"min": as_sent(float(values.min())), "max": as_sent(float(values.max()))}
+        return level_values(self.kind, values, self.levels(side), side)
+
+    def write_side(self, q, w):
+        write_side_floats(w, q.side, self.side_names)
+
+    def read_side(self, r, n, *, name, step):
+        side = read_side_floats(r, self.side_names)
+        bits = level_bits(self.n_symbols())
+        return QuantizedValues(self.kind, n, levels=self.levels(side), side=side, value_bits=bits)

@@ -5,8 +5,11 @@
 1. each user starts from the global state ``w_c``, trains ``E`` local epochs with Adam
    (:mod:`gradcomp.lossy.local_training`) and forms ``delta_u = w_u - w_c``;
 2. the user's compressor (one per user, since error-feedback memory is per user)
-   compresses ``delta_u`` and is charged its uplink bits (:mod:`gradcomp.lossy.uplink`);
-3. the server decompresses and aggregates ``w <- w_c + sum_u (n_u / n) delta_hat_u``;
+   compresses ``delta_u`` to bytes and is charged their bits (:mod:`gradcomp.lossy.uplink`);
+3. the server decodes each user's bytes (a receiver built from the spec, the layout, the
+   seeds and the round, when ``make_compressor`` has a ``receiver``, as
+   :func:`~gradcomp.lossy.uplink.compressor_factory`'s does) and aggregates
+   ``w <- w_c + sum_u (n_u / n) delta_hat_u``;
 4. the global model is evaluated on the test set.
 
 :class:`Federation` holds what every round needs (users, local training with the shared or
@@ -74,8 +77,11 @@ __all__ = [
 #: Columns of :attr:`FederatedResult.rounds` (one row per round, round 0 first).
 ROUND_COLUMNS = (
     "round", "test_acc", "test_loss", "val_acc", "train_loss", "bits_coded", "bits_fixed",
-    "cumulative_bits_coded", "cumulative_bits_fixed", "seconds",
+    "cumulative_bits_coded", "cumulative_bits_fixed", "seconds", "bits_accounted",
+    "cumulative_bits_accounted", "bits_source",
 )  # fmt: skip
+#: The bit counts a round row sums over its users (:data:`UPLINK_COLUMNS`).
+SUMMED_BITS = ("bits_coded", "bits_fixed", "bits_accounted")
 
 
 @dataclass(frozen=True)
@@ -227,12 +233,16 @@ def run_federated(
     """Run paper Y's federated training with compressed updates.
 
     ``make_compressor(u)`` is called once per user ``u`` before the first round; that
-    object compresses all of the user's updates. ``executor`` maps the local training over
-    users when the optimizer state is fresh (default: sequential); ``initial_state``: the
-    warm start's weights (default: the model's seeded random init).
+    object compresses all of the user's updates. With a ``make_compressor.receiver(u,
+    step)`` (:class:`~gradcomp.lossy.uplink.UserCompressors`) the server decodes round r's
+    update from its bytes (step r - 1); without, the bits are the compressor's own.
+    ``executor`` maps the local training over users when the optimizer state is fresh
+    (default: sequential); ``initial_state``: the warm start's weights (default: the model's
+    seeded random init).
     """
     fed = Federation(data, settings, executor, initial_state=initial_state)
     compressors = [make_compressor(u) for u in range(settings.n_users)]
+    receivers = getattr(make_compressor, "receiver", None)
     global_state = fed.initial_state
     log.info(
         "federated %s (seed %d) on %s: %d users, %d rounds of %d local epochs, "
@@ -252,8 +262,8 @@ def run_federated(
     rounds: list[dict[str, Any]] = [
         {
             "round": 0, "test_acc": test_acc, "test_loss": test_loss, "val_acc": float("nan"),
-            "train_loss": float("nan"), "bits_coded": 0, "bits_fixed": 0,
-            "cumulative_bits_coded": 0, "cumulative_bits_fixed": 0,
+            "train_loss": float("nan"), **dict.fromkeys(SUMMED_BITS, 0),
+            **{f"cumulative_{b}": 0 for b in SUMMED_BITS}, "bits_source": "",
             "seconds": time.perf_counter() - t0,
         }
     ]  # fmt: skip
@@ -261,37 +271,42 @@ def run_federated(
     uplink: list[dict[str, int]] = []
     kept: list[dict[str, Any]] = []
     snapshot: dict[str, dict[str, torch.Tensor]] = {"before": {}, "after": {}, "kept": {}}
-    cum_coded = cum_fixed = 0
+    cumulative = dict.fromkeys(SUMMED_BITS, 0)
 
     for rnd in range(1, settings.rounds + 1):
         t0 = time.perf_counter()
         outcomes = fed.train(rnd, global_state)
         recons = []
-        bits_coded = bits_fixed = 0
+        bits = dict.fromkeys(SUMMED_BITS, 0)
+        sources = set()
         for outcome, compressor in zip(outcomes, compressors, strict=True):
             update = model_update(outcome.state, global_state)
-            sent = send(compressor, update, rnd=rnd, user=outcome.user, n_train=outcome.n_train)
+            receiver = receivers(outcome.user, rnd - 1) if receivers is not None else None
+            sent = send(
+                compressor, update, rnd=rnd, user=outcome.user, n_train=outcome.n_train,
+                receiver=receiver,
+            )  # fmt: skip
             uplink.append(sent.row)
             kept += kept_rows(rnd, outcome.user, kept_masks(sent.recon, sent.kept))
-            bits_coded += sent.row["bits_coded"]
-            bits_fixed += sent.row["bits_fixed"]
+            for b in SUMMED_BITS:
+                bits[b] += sent.row[b]
+            sources.add(sent.row["bits_source"])
             recons.append(sent.recon)
             if rnd == settings.rounds and outcome.user == 0:
                 snapshot = update_snapshot(update, sent.recon, sent.kept)
         global_state = aggregate(global_state, recons, [o.n_train for o in outcomes])
         test_loss, test_acc = fed.evaluate(global_state)
-        cum_coded += bits_coded
-        cum_fixed += bits_fixed
+        for b in SUMMED_BITS:
+            cumulative[b] += bits[b]
         row = {
             "round": rnd,
             "test_acc": test_acc,
             "test_loss": test_loss,
             "val_acc": float(np.mean([o.val_acc for o in outcomes])),
             "train_loss": float(np.mean([o.train_loss for o in outcomes])),
-            "bits_coded": bits_coded,
-            "bits_fixed": bits_fixed,
-            "cumulative_bits_coded": cum_coded,
-            "cumulative_bits_fixed": cum_fixed,
+            **bits,
+            **{f"cumulative_{b}": cumulative[b] for b in SUMMED_BITS},
+            "bits_source": "+".join(sorted(sources)),
             "seconds": time.perf_counter() - t0,
         }
         rounds.append(row)
@@ -303,8 +318,8 @@ def run_federated(
             test_acc,
             test_loss,
             row["val_acc"],
-            cum_coded,
-            cum_fixed,
+            cumulative["bits_coded"],
+            cumulative["bits_fixed"],
             row["seconds"],
         )
     return FederatedResult(rounds, uplink, snapshot, global_state, kept=kept)

@@ -8,7 +8,11 @@ by default) and, at every round, every compressor compresses the *same* user upd
 server aggregates each compressor's reconstruction, and the resulting models are evaluated
 on the same test images. Per round and compressor the study records
 
-- ``bits_coded`` / ``bits_fixed``: uplink bits of all users in that round;
+- ``bits_coded`` / ``bits_fixed`` / ``bits_accounted``: uplink bits of all users in that round
+  (8 x the bytes the server decoded; the fixed-width and the entropy-coded accounting,
+  :mod:`gradcomp.lossy.uplink`), and ``bits_source``, where ``bits_coded`` comes from
+  (``bytes``, or ``ideal`` / ``self-reported``: not bytes, not comparable with codes at
+  matched bits);
 - ``test_acc`` / ``test_loss`` of the aggregate, and of the round's start model
   (``start_acc`` / ``start_loss``) and of the uncompressed aggregate (``exact_acc`` /
   ``exact_loss``: the plain average of the users' updates).
@@ -39,17 +43,20 @@ import pandas as pd
 
 from gradcomp.compression.protocol import Compressor
 from gradcomp.data import Cifar10
-from gradcomp.lossy.federated import FederatedSettings, Federation
-from gradcomp.lossy.uplink import aggregate, model_update, send
+from gradcomp.lossy.federated import SUMMED_BITS, FederatedSettings, Federation
+from gradcomp.lossy.uplink import aggregate, compressor_factory, model_update, send
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ONE_ROUND_COLUMNS", "one_round_stage", "one_round_study", "trajectory_seed"]
+__all__ = [
+    "ONE_ROUND_COLUMNS", "RoundCompressors", "one_round_stage", "one_round_study",
+    "trajectory_seed",
+]  # fmt: skip
 
 ONE_ROUND_COLUMNS = (
     "model", "warm_start", "seed", "round", "compressor", "rate", "M", "bits_coded",
     "bits_fixed", "test_acc", "test_loss", "start_acc", "start_loss", "exact_acc", "exact_loss",
-    "entries",
+    "entries", "bits_accounted", "bits_source",
 )  # fmt: skip
 #: A compressor variant's identity in the rows: (compressor name, rate, M).
 VariantKey = tuple[str, int, int]
@@ -69,7 +76,9 @@ def one_round_study(
 
     ``make_compressors``: (compressor, rate, M) -> factory ``(user, round) -> compressor``,
     called anew for every user and round (the key fills the rows' ``compressor``, ``rate``
-    and ``M``); ``reference``: the key whose aggregate the trajectory follows;
+    and ``M``); a factory with ``receiver(user, round)`` (:class:`RoundCompressors`) has the
+    server decode each update from its bytes; ``reference``: the key whose aggregate the
+    trajectory follows;
     ``initial_state``: the warm start's weights (default: the seeded random init);
     ``warm_start`` and ``seed``: the trajectory's names in the rows (the warm start's seed, -1
     without one; the seed nested in it, default ``settings.seed``).
@@ -107,18 +116,22 @@ def one_round_study(
         }  # fmt: skip
         following = None
         for key, make in make_compressors.items():
+            receivers = getattr(make, "receiver", None)
             sent = [
-                send(make(o.user, rnd), u, rnd=rnd, user=o.user, n_train=o.n_train)
+                send(
+                    make(o.user, rnd), u, rnd=rnd, user=o.user, n_train=o.n_train,
+                    receiver=receivers(o.user, rnd) if receivers is not None else None,
+                )
                 for u, o in zip(updates, outcomes, strict=True)
-            ]
+            ]  # fmt: skip
             new_state = aggregate(state, [s.recon for s in sent], n_train)
             loss, acc = fed.evaluate(new_state)
             rows.append(
                 {
                     **head,
                     **dict(zip(("compressor", "rate", "M"), key, strict=True)),
-                    "bits_coded": sum(s.row["bits_coded"] for s in sent),
-                    "bits_fixed": sum(s.row["bits_fixed"] for s in sent),
+                    **{b: sum(s.row[b] for s in sent) for b in SUMMED_BITS},
+                    "bits_source": "+".join(sorted({s.row["bits_source"] for s in sent})),
                     "test_acc": acc,
                     "test_loss": loss,
                 }
@@ -137,6 +150,21 @@ def one_round_study(
             time.perf_counter() - t0,
         )
     return pd.DataFrame(rows, columns=list(ONE_ROUND_COLUMNS))
+
+
+class RoundCompressors:
+    """``(user, round) -> compressor`` of a checked spec in a trajectory seeded ``seed``: a
+    fresh object for that round alone (:func:`~gradcomp.lossy.uplink.compressor_factory` with
+    ``rnd``), and :meth:`receiver`, the server's decoder of its one update."""
+
+    def __init__(self, spec, seed: int):
+        self.spec, self.seed = spec, int(seed)
+
+    def __call__(self, user: int, rnd: int) -> Compressor:
+        return compressor_factory(self.spec, self.seed, rnd=rnd)(user)
+
+    def receiver(self, user: int, rnd: int):
+        return compressor_factory(self.spec, self.seed, rnd=rnd).receiver(user, 0)
 
 
 def trajectory_seed(warm_start: int | None, seed: int) -> int:
@@ -180,7 +208,6 @@ def one_round_stage(
     from gradcomp.artifacts import write_tsv
     from gradcomp.compression.specs import CheckedSpec, check_spec
     from gradcomp.data import load_cifar10
-    from gradcomp.lossy.uplink import compressor_factory
     from gradcomp.lossy.warm_start import load_warm_start
 
     specs = {
@@ -201,14 +228,11 @@ def one_round_stage(
             device=device,
         )
 
-        def per_round(spec, full=full):
-            return lambda user, rnd: compressor_factory(spec, full.seed, rnd=rnd)(user)
-
         tables.append(
             one_round_study(
                 data,
                 full,
-                {key: per_round(spec) for key, spec in specs.items()},
+                {key: RoundCompressors(spec, full.seed) for key, spec in specs.items()},
                 reference=(reference[0], int(reference[1]), int(reference[2])),
                 initial_state=initial,
                 warm_start=warm_start_seed if warm_start else -1,

@@ -3,9 +3,18 @@
 :func:`model_update` forms ``delta_u = w_u - w_c`` over every floating-point state entry
 (trainable parameters *and* BatchNorm running statistics, so that the server model stays
 consistent; integer buffers are not sent); :func:`send` puts one update through a user's
-compressor and counts its uplink bits by part; :func:`kept_rows` gives the share of each
-tensor's entries that were sent (M22's per-layer kept fractions, ``model_info/``);
-:func:`aggregate` is FedAvg, ``w <- w_c + sum_u (n_u / n) delta_hat_u``.
+compressor, encodes it to bytes (:mod:`gradcomp.compression.wire`), decodes them as the
+server does, from the bytes alone, and counts its uplink bits; :func:`kept_rows` gives the
+share of each tensor's entries that were sent (M22's per-layer kept fractions,
+``model_info/``); :func:`aggregate` is FedAvg, ``w <- w_c + sum_u (n_u / n) delta_hat_u``.
+
+Bits in the rows (:data:`UPLINK_COLUMNS`): ``bits_coded`` is what the figures, tables and
+verdicts use: 8 x the bytes sent when ``bits_source`` is ``bytes``; for an ideal channel
+(``ideal``: its values travel as a stand-in) and a compressor without a byte format
+(``self-reported``: a user's class without ``to_bytes`` / ``from_bytes``, or a compressor
+given without a receiver) it is the accounted total. ``bits_accounted`` is the by-part
+accounting with the entropy code (:class:`~gradcomp.compression.rates.RateBreakdown`, whose
+parts are the other columns) and ``bits_fixed`` its fixed-width total.
 """
 
 from __future__ import annotations
@@ -18,12 +27,21 @@ import torch
 
 from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.rates import RATE_FIELDS, RateBreakdown
+from gradcomp.compression.wire import (
+    Receiver,
+    UpdateLayout,
+    bits_source,
+    check_same_bits,
+    encode_update,
+    make_receiver,
+)
 
 __all__ = [
     "KEPT_COLUMNS",
     "UPLINK_COLUMNS",
     "Compressor",
     "Sent",
+    "UserCompressors",
     "aggregate",
     "compressor_factory",
     "kept_masks",
@@ -34,7 +52,13 @@ __all__ = [
 ]
 
 #: Columns of the uplink table (one row per user and round).
-UPLINK_COLUMNS = ("round", "user", "n_train", *RATE_FIELDS, "bits_coded", "bits_fixed")
+UPLINK_COLUMNS = (
+    "round", "user", "n_train", *RATE_FIELDS, "bits_coded", "bits_fixed", "bits_accounted",
+    "bits_source",
+)  # fmt: skip
+#: Values of ``bits_source``: bytes a receiver decoded, an ideal channel's rate, or the
+#: compressor's own accounting.
+BITS_SOURCES = ("bytes", "ideal", "self-reported")
 #: Columns of the kept table (one row per round, user and update tensor): the tensor's
 #: ``entries``, how many of them were ``kept`` (sent) and the ``fraction`` kept / entries.
 KEPT_COLUMNS = ("round", "user", "tensor", "entries", "kept", "fraction")
@@ -97,11 +121,15 @@ def _check_reconstruction(
     return out
 
 
-def _rate_row(rnd: int, user: int, n_train: int, rate: RateBreakdown) -> dict[str, int]:
-    row = {"round": rnd, "user": user, "n_train": n_train}
+def _rate_row(
+    rnd: int, user: int, n_train: int, rate: RateBreakdown, source: str, n_bytes: int | None
+) -> dict[str, int | str]:
+    row: dict[str, int | str] = {"round": rnd, "user": user, "n_train": n_train}
     row.update({f: int(getattr(rate, f)) for f in RATE_FIELDS})
-    row["bits_coded"] = int(rate.total(True))
+    row["bits_accounted"] = int(rate.total(True))
     row["bits_fixed"] = int(rate.total(False))
+    row["bits_coded"] = 8 * n_bytes if source == "bytes" else row["bits_accounted"]
+    row["bits_source"] = source
     return row
 
 
@@ -116,12 +144,29 @@ class Sent:
 
 
 def send(
-    compressor: Compressor, update: dict[str, torch.Tensor], *, rnd: int, user: int, n_train: int
+    compressor: Compressor,
+    update: dict[str, torch.Tensor],
+    *,
+    rnd: int,
+    user: int,
+    n_train: int,
+    receiver: Callable[[UpdateLayout], Receiver] | None = None,
 ) -> Sent:
-    """Compress ``update`` with ``compressor``, decompress it as the server does, count bits."""
+    """Compress ``update`` with ``compressor`` and count its bits (module doc). With a
+    ``receiver`` (layout -> the server's :class:`~gradcomp.compression.wire.Receiver` of this
+    update) and a compressor with a byte format, the update is encoded to bytes, the receiver
+    decodes them, and a decode that differs in any bit from the sender's own reconstruction
+    raises :class:`~gradcomp.compression.wire.DecodeMismatchError`; ``recon`` is the decode."""
     payload, ctx = compressor.compress(update)
     recon = _check_reconstruction(user, update, compressor.decompress(payload, ctx))
-    row = _rate_row(rnd, user, n_train, compressor.rate(payload, ctx))
+    source = bits_source(compressor) if receiver is not None else "self-reported"
+    n_bytes = None
+    if source != "self-reported":
+        data = encode_update(compressor, payload, ctx)
+        decoded = receiver(UpdateLayout.of(update)).decode(data)
+        check_same_bits(recon, decoded, f"user {user}, round {rnd}")
+        recon, n_bytes = decoded, len(data)
+    row = _rate_row(rnd, user, n_train, compressor.rate(payload, ctx), source, n_bytes)
     kept = getattr(compressor, "kept_masks", None)
     return Sent(recon, row, kept(payload, ctx) if kept is not None else None)
 
@@ -168,16 +213,38 @@ def update_snapshot(
     }
 
 
-def compressor_factory(
-    spec: Mapping[str, Any], seed: int, *, rnd: int = 0
-) -> Callable[[int], Compressor]:
-    """``user -> compressor`` for a compressor spec in a run seeded ``seed``: user ``u`` gets
-    its own object (error-feedback memory, noise streams) seeded ``1000 seed + u`` (plus
-    ``10^6 rnd`` for an object built for round ``rnd`` alone, as the one-round study does),
-    the same for every compressor of the run (common random numbers). ``spec`` is checked
-    here unless it is a :class:`~gradcomp.compression.specs.CheckedSpec` already."""
-    from gradcomp.compression.specs import CheckedSpec, build_compressor, check_spec
+class UserCompressors:
+    """``user -> compressor`` of a checked spec in a run seeded ``seed`` (called), and the
+    server's :meth:`receiver` of each user's updates. User ``u``'s object is seeded
+    :func:`~gradcomp.compression.specs.user_seed` ``(seed + 1000 rnd, u)`` = ``1000 seed +
+    10^6 rnd + u`` (``rnd``: an object built for that round alone, as the one-round study
+    does; 0 otherwise)."""
+
+    def __init__(self, spec: Mapping[str, Any], seed: int, rnd: int = 0):
+        self.spec, self.seed = spec, int(seed) + 1000 * int(rnd)
+
+    def __call__(self, user: int) -> Compressor:
+        from gradcomp.compression.specs import build_compressor, user_seed
+
+        return build_compressor(self.spec.with_seed(user_seed(self.seed, user)))
+
+    def receiver(self, user: int, step: int) -> Callable[[UpdateLayout], Receiver]:
+        """layout -> the receiver of update number ``step`` (0 first) of user ``user``'s
+        compressor, built from what the server knows
+        (:func:`~gradcomp.compression.wire.make_receiver`)."""
+        return lambda layout: make_receiver(
+            self.spec, layout, seed=self.seed, user=int(user), rnd=int(step)
+        )
+
+
+def compressor_factory(spec: Mapping[str, Any], seed: int, *, rnd: int = 0) -> UserCompressors:
+    """``user -> compressor`` for a compressor spec in a run seeded ``seed``
+    (:class:`UserCompressors`): user ``u`` gets its own object (error-feedback memory, noise
+    streams) seeded ``1000 seed + u`` (plus ``10^6 rnd`` for an object built for round
+    ``rnd`` alone), the same for every compressor of the run (common random numbers).
+    ``spec`` is checked here unless it is a
+    :class:`~gradcomp.compression.specs.CheckedSpec` already."""
+    from gradcomp.compression.specs import CheckedSpec, check_spec
 
     checked = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
-    base = 1000 * int(seed) + 1_000_000 * int(rnd)
-    return lambda user: build_compressor(checked.with_seed(base + int(user)))
+    return UserCompressors(checked, seed, rnd)

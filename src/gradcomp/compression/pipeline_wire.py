@@ -1,0 +1,210 @@
+"""A quantizer pipeline's update in the uplink's byte format (:mod:`gradcomp.compression.wire`):
+one record per tensor, written by :func:`encode_pipeline` and read by :class:`PipelineReceiver`
+from the spec, the layout, the user's seed and the update's index alone.
+
+A tensor's record body, field by field (docs/wire.md has the table per kind):
+
+1. flags, one byte: bits 0-1 the position code with top-K (1 every entry sent, 2 bitmap,
+   3 gaps; 0 without top-K or with random-K), the other bits 0;
+2. positions (top-K only): a bitmap of the tensor's entries, or a u32 count and the
+   Elias-gamma codes of the gaps between sent entries (the first: its index + 1); random-K's
+   positions are regenerated from :meth:`~gradcomp.compression.random_k.RandomK.mask_seed`;
+3. when values are sent (n > 0): the kind's side information
+   (:meth:`~gradcomp.compression.value_quantizers.ValueQuantizer.write_side`), then the values
+   (a value kind: n numbers of its ``wire_dtype``) or the level indices: with ``huffman``
+   a code table (u8 width w, then the alphabet's codeword lengths at w bits, unless the kind's
+   code is known to both ends: QSGD's Elias code, the sign's one-bit code) and the code's
+   bitstream; without, n indices at the kind's fixed width.
+
+Tensors with ``min_entries`` entries or fewer are the raw kind ``none`` (float32 values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from gradcomp.coding.huffman import HuffmanCode
+from gradcomp.compression.random_k import RandomK
+from gradcomp.compression.sparsifiers import TopK
+from gradcomp.compression.value_quantizers import (
+    PassThrough,
+    QuantizedValues,
+    ValueQuantizer,
+    level_bits,
+)
+from gradcomp.compression.wire_fields import FieldReader, FieldWriter, WireFormatError
+from gradcomp.compression.wire_records import UpdateLayout, read_records, write_records
+
+__all__ = ["POSITION_CODES", "PipelineReceiver", "encode_pipeline"]
+
+#: The flags byte's position code of each ``TensorPayload.index_code``.
+POSITION_CODES = {"none": 0, "seed": 0, "dense": 1, "bitmap": 2, "gaps": 3}
+
+
+def _where(name: str) -> str:
+    return f"tensor {name!r}"
+
+
+def _write_positions(w: FieldWriter, method: str, indices: torch.Tensor | None, numel: int):
+    if method == "bitmap":
+        mask = np.zeros(numel, dtype=bool)
+        mask[indices.cpu().numpy()] = True
+        w.packed(np.packbits(mask), numel)
+    elif method == "gaps":
+        idx = indices.cpu().numpy()
+        w.u32(idx.size)
+        w.gammas(np.diff(idx, prepend=-1))
+
+
+def _write_tensor(quantizer: ValueQuantizer, p, numel: int) -> bytes:
+    w = FieldWriter()
+    w.u8(POSITION_CODES[p.index_code])
+    _write_positions(w, p.index_code, p.indices, numel)
+    q = p.quantized
+    if q.n == 0:
+        return w.getvalue()
+    quantizer.write_side(q, w)
+    if quantizer.wire_dtype is not None:
+        w.array(q.values.detach().cpu().numpy(), quantizer.wire_dtype)
+    elif p.bitstream is not None:
+        if quantizer.known_code() is None:
+            if not isinstance(p.code, HuffmanCode) or p.code.n_symbols != quantizer.n_symbols():
+                raise TypeError(f"no byte format for the entropy code {p.code!r} of {q.kind}")
+            w.u8(p.code.length_width)
+            w.uints(p.code.lengths, p.code.length_width)
+        w.bits(p.bitstream)
+    else:
+        w.uints(q.indices.detach().cpu().numpy(), q.value_bits)
+    return w.getvalue()
+
+
+def encode_pipeline(pipeline: Any, payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:
+    """The bytes of a :class:`~gradcomp.compression.update_compression.QuantizerPipeline`'s
+    payload (see the module doc)."""
+    quantizer = pipeline.quantize.quantizer
+    if not isinstance(quantizer, ValueQuantizer):
+        raise TypeError("the byte format needs one value quantizer per pipeline, not a factory")
+    layout = UpdateLayout.from_items((n, c.shape, c.dtype) for n, c in ctx.items())
+    records = (
+        _write_tensor(pipeline._coders[name].quantizer, p, ctx[name].numel)
+        for name, p in payload.items()
+    )
+    return write_records(quantizer.kind, layout, records)
+
+
+def _read_positions(r: FieldReader, method: int, numel: int) -> np.ndarray | None:
+    """Flat indices of the sent entries (None: every entry)."""
+    if method == 1:
+        return None
+    if method == 2:
+        raw = np.frombuffer(r.take((numel + 7) >> 3, "positions"), dtype=np.uint8)
+        return np.flatnonzero(np.unpackbits(raw, count=numel))
+    count = r.u32("positions count")
+    if count > numel:
+        raise r.error("positions count", f"{count} sent entries in a tensor of {numel}")
+    idx = np.cumsum(r.gammas(count, "positions")) - 1
+    if count and idx[-1] >= numel:
+        raise r.error("positions", f"index {int(idx[-1])} beyond the tensor's {numel} entries")
+    return idx
+
+
+def _read_indices(r: FieldReader, quantizer: ValueQuantizer, n: int, huffman: bool) -> np.ndarray:
+    """The n level indices: a coded stream (table first unless the code is known) or fixed."""
+    L = quantizer.n_symbols()
+    if not huffman:
+        idx = r.uints(n, level_bits(L), "indices")
+    else:
+        code = quantizer.known_code()
+        if code is None:
+            width = r.u8("code table")
+            if not 1 <= width <= 7:
+                raise r.error("code table", f"codeword length width {width} (1..7 expected)")
+            try:
+                code = HuffmanCode.from_lengths(r.uints(L, width, "code table"))
+            except ValueError as exc:
+                raise r.error("code table", str(exc)) from None
+        w = int(code.lengths[0]) if isinstance(code, HuffmanCode) else 0
+        if w and L == 1 << w and np.all(code.lengths == w):  # a complete fixed-length code
+            idx = r.uints(n, w, "payload")  # its canonical codewords are the w-bit indices
+            return idx
+        try:
+            if hasattr(code, "decode_prefix"):
+                idx, n_bits = code.decode_prefix(r.rest(), n)
+            else:
+                idx = code.decode(r.rest_bits(), n)
+                n_bits = int(code.lengths[idx].sum())
+        except ValueError as exc:
+            raise r.error("payload", str(exc)) from None
+        r.skip_bits(n_bits, "payload")
+    if idx.size and idx.max() >= L:
+        raise r.error("indices", f"index {int(idx.max())} outside the {L} levels")
+    return idx
+
+
+class PipelineReceiver:
+    """Decodes a quantizer pipeline's bytes (see the module doc) for updates of ``layout``
+    with ``quantizer``, the receiver's own, built from the checked ``spec`` (which carries the
+    user's seed); ``rnd`` is the update's index."""
+
+    def __init__(
+        self, spec: Mapping[str, Any], layout: UpdateLayout, quantizer: ValueQuantizer, *, rnd: int
+    ):
+        self.spec, self.layout, self.rnd = spec, layout, int(rnd)
+        self.quantizer = quantizer
+        self._raw = PassThrough()
+        self._seeded = None
+        if spec["sparsifier"] == "randomk":
+            shapes = {n: torch.Size(s) for n, s, _ in layout}
+            k = TopK(spec["topk"]).count(sum(s.numel() for s in shapes.values()))
+            seed = RandomK.mask_seed(spec["seed"], self.rnd)
+            masks = RandomK.masks_from_seed(seed, k, shapes)
+            self._seeded = {n: np.flatnonzero(m.reshape(-1).numpy()) for n, m in masks.items()}
+
+    def _positions(self, r: FieldReader, name: str, numel: int) -> np.ndarray | None:
+        flags = r.u8("flags")
+        topk = self.spec["sparsifier"] == "topk"
+        if flags >> 2 or (flags == 0) == topk:
+            raise r.error("flags", f"{flags:#04x} is not a position code of sparsifier "
+                          f"{self.spec['sparsifier']!r}")  # fmt: skip
+        if topk:
+            return _read_positions(r, flags, numel)
+        return None if self._seeded is None else self._seeded[name]
+
+    def _tensor(self, r: FieldReader, name: str, shape, dtype) -> torch.Tensor:
+        numel = int(np.prod(shape, dtype=np.int64))
+        indices = self._positions(r, name, numel)
+        n = numel if indices is None else indices.size
+        out = torch.zeros(numel, dtype=torch.float64)
+        if n:
+            quantizer = self._raw if numel <= self.spec["min_entries"] else self.quantizer
+            q: QuantizedValues = quantizer.read_side(r, n, name=name, step=self.rnd)
+            if quantizer.wire_dtype is not None:
+                q.values = torch.from_numpy(r.array(quantizer.wire_dtype, n, "values"))
+                values = quantizer.decode(q)
+            else:
+                idx = _read_indices(r, quantizer, n, bool(self.spec["huffman"]))
+                values = quantizer.decode(q, torch.from_numpy(idx))
+            if indices is None:
+                out = values
+            else:
+                out[torch.from_numpy(indices)] = values
+        r.finish()
+        return out.reshape(shape).to(dtype)
+
+    def decode(self, data: bytes | bytearray | memoryview) -> dict[str, torch.Tensor]:
+        """The update (the layout's names, shapes and dtypes; CPU) from its bytes."""
+        wheres = [_where(n) for n in self.layout.names]
+        readers = read_records(data, self.spec["quantizer"], self.layout, wheres)
+        out = {}
+        for r, (name, shape, dtype) in zip(readers, self.layout, strict=True):
+            try:
+                out[name] = self._tensor(r, name, shape, dtype)
+            except WireFormatError:
+                raise
+            except (ValueError, IndexError, RuntimeError) as exc:  # a kind's own check
+                raise WireFormatError(r.where, "values", str(exc)) from exc
+        return out

@@ -1,0 +1,155 @@
+"""The uplink's byte format: one user's compressed update as one ``bytes`` object, decoded by a
+receiver from those bytes and what it knew before the first round.
+
+Sender: :func:`encode_update` (a compressor's ``to_bytes(payload, ctx)``). Receiver:
+:func:`make_receiver` builds a :class:`Receiver` from the spec, the update's
+:class:`UpdateLayout` (names, shapes, dtypes in order), the run seed, the user and the
+update's index; never from the sender's compressor or its ctx. Random draws the receiver must
+repeat (random-K's positions, the released Lloyd's initial levels) derive from the user's
+compressor seed (:func:`~gradcomp.compression.specs.user_seed`) and the update's index; a
+count sketch's hashes from the user's seed alone.
+
+The modules under it, one idea each: :mod:`~gradcomp.compression.wire_fields` (the fields
+and their errors), :mod:`~gradcomp.compression.wire_records` (the header and the framed
+records: :data:`HEADER_BYTES` = 8 bytes per update, :data:`RECORD_BYTES` = 8 per record),
+and the kinds' layouts: :mod:`~gradcomp.compression.pipeline_wire` (a quantizer pipeline,
+with each value quantizer's ``write_side`` / ``read_side``),
+:meth:`~gradcomp.compression.powersgd.PowerSGD.to_bytes`,
+:mod:`~gradcomp.compression.sketch_wire`. docs/wire.md has the table per kind.
+
+So ``8 len(bytes)`` = the accounted bits (:class:`~gradcomp.compression.rates.RateBreakdown`
+with the entropy code) + the framing above + padding: at most 7 bits per bit field, and the
+unaccounted bits of a byte-wide flag (a quantizer pipeline's per-tensor flags byte, Lloyd's
+design flag, TCQ's initial state). Truncated, corrupted or foreign bytes raise
+:class:`WireFormatError` naming the tensor and the field.
+
+A user's class takes part with ``to_bytes(payload, ctx) -> bytes`` and a class method
+``from_bytes(data, layout, *, rnd, **constructor keywords) -> dict[str, Tensor]``; its bytes
+are its own format (no header added). A class without them still runs: its bits are
+self-reported (:func:`bits_source`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import torch
+
+from gradcomp.compression import user_compressors
+from gradcomp.compression.pipeline_wire import PipelineReceiver
+from gradcomp.compression.registry import COMPRESSORS
+from gradcomp.compression.specs import CheckedSpec, check_spec, make_quantizer, user_seed
+from gradcomp.compression.update_compression import QuantizerPipeline
+from gradcomp.compression.wire_fields import WireFormatError
+from gradcomp.compression.wire_records import (
+    FORMAT_VERSION,
+    HEADER_BYTES,
+    KIND_CODES,
+    RECORD_BYTES,
+    UpdateLayout,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "HEADER_BYTES",
+    "KIND_CODES",
+    "RECORD_BYTES",
+    "DecodeMismatchError",
+    "Receiver",
+    "UpdateLayout",
+    "WireFormatError",
+    "bits_source",
+    "check_same_bits",
+    "encode_update",
+    "has_byte_format",
+    "make_receiver",
+]
+
+
+class Receiver(Protocol):
+    """The server's decoder of one user's update: bytes in, the layout's tensors (CPU) out."""
+
+    def decode(self, data: bytes | bytearray | memoryview) -> dict[str, torch.Tensor]: ...
+
+
+class DecodeMismatchError(RuntimeError):
+    """The receiver's decode of the bytes is not the sender's reconstruction, bit for bit."""
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    ints = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    return t.detach().cpu().contiguous().view(ints[t.element_size()])
+
+
+def check_same_bits(
+    expected: Mapping[str, torch.Tensor], got: Mapping[str, torch.Tensor], where: str
+) -> None:
+    """Raise :class:`DecodeMismatchError` naming ``where`` and the first tensor that differs
+    (names, shape, dtype or any bit, NaNs and signed zeros included)."""
+    if list(expected) != list(got):
+        raise DecodeMismatchError(f"{where}: decoded tensors {list(got)} are not {list(expected)}")
+    for name, e in expected.items():
+        g = got[name]
+        if g.shape != e.shape or g.dtype != e.dtype:
+            raise DecodeMismatchError(
+                f"{where}: tensor {name!r} decoded as {g.dtype} {tuple(g.shape)}, the sender's "
+                f"reconstruction is {e.dtype} {tuple(e.shape)}"
+            )
+        diff = (_bits(e) != _bits(g)).reshape(-1)
+        if bool(diff.any()):
+            first = int(diff.nonzero()[0])
+            raise DecodeMismatchError(
+                f"{where}: tensor {name!r} decoded from the bytes differs from the sender's "
+                f"reconstruction in {int(diff.sum())} entries (first at flat index {first}: "
+                f"{float(g.reshape(-1)[first])!r} instead of {float(e.reshape(-1)[first])!r})"
+            )
+
+
+def has_byte_format(compressor: Any) -> bool:
+    """Whether ``compressor`` writes bytes a receiver decodes: ``to_bytes`` on the object and,
+    for a user's class, ``from_bytes`` on its class."""
+    if not callable(getattr(compressor, "to_bytes", None)):
+        return False
+    if isinstance(compressor, (QuantizerPipeline, *COMPRESSORS.values())):
+        return True
+    return callable(getattr(type(compressor), "from_bytes", None))
+
+
+def bits_source(compressor: Any) -> str:
+    """Where a compressor's bits come from: ``"bytes"`` (8 x the bytes a receiver decodes),
+    ``"ideal"`` (an ideal channel's rate; its values travel as a stand-in) or
+    ``"self-reported"`` (its own ``rate``, no byte format)."""
+    if not has_byte_format(compressor):
+        return "self-reported"
+    return "ideal" if getattr(compressor, "ideal", False) else "bytes"
+
+
+def encode_update(compressor: Any, payload: Any, ctx: Any) -> bytes:
+    """The payload of ``compressor.compress`` as bytes (its ``to_bytes``)."""
+    if not has_byte_format(compressor):
+        raise TypeError(
+            f"{type(compressor).__name__} has no byte format (to_bytes, and from_bytes on "
+            "its class): its bits are self-reported"
+        )
+    data = compressor.to_bytes(payload, ctx)
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{type(compressor).__name__}.to_bytes returned {type(data).__name__}")
+    return bytes(data)
+
+
+def make_receiver(
+    spec: Mapping[str, Any], layout: UpdateLayout, *, seed: int, user: int, rnd: int
+) -> Receiver:
+    """The receiver of user ``user``'s update number ``rnd`` (0 for the first update its
+    compressor sends: round r of a full run is r - 1) in a run seeded ``seed``, for
+    compressor ``spec`` (checked here unless it is a
+    :class:`~gradcomp.compression.specs.CheckedSpec`; its own seed is replaced by the user's,
+    :func:`~gradcomp.compression.specs.user_seed`) and updates of ``layout``."""
+    checked = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
+    own = checked.with_seed(user_seed(seed, user))
+    if own["compressor"] is not None:
+        return COMPRESSORS[own["compressor"]].receiver(own, layout, rnd=int(rnd))
+    if own["class"] is not None:
+        return user_compressors.UserReceiver(own, layout, rnd=int(rnd))
+    return PipelineReceiver(own, layout, make_quantizer(own), rnd=int(rnd))

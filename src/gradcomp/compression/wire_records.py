@@ -1,0 +1,136 @@
+"""The framing of the uplink's byte format (:mod:`gradcomp.compression.wire`): the header and
+the records of one update, and the :class:`UpdateLayout` a receiver knows before the first
+round.
+
+- header, :data:`HEADER_BYTES` = 8: magic ``b"GW"``, format version (:data:`FORMAT_VERSION`),
+  the kind's code (:data:`KIND_CODES`), the CRC-32 of the layout (a receiver for another
+  model refuses the bytes);
+- then the records in order (one per tensor; a count sketch: one per sketch, then one per raw
+  tensor), each :data:`RECORD_BYTES` = 8 bytes of framing (u32 length, CRC-32 of the body)
+  before its body, the kind's fields (:mod:`~gradcomp.compression.wire_fields`).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gradcomp.compression.wire_fields import FieldReader, WireFormatError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "HEADER_BYTES",
+    "KIND_CODES",
+    "RECORD_BYTES",
+    "UpdateLayout",
+    "read_records",
+    "write_records",
+]
+
+MAGIC = b"GW"
+FORMAT_VERSION = 1
+HEADER_BYTES = 8
+RECORD_BYTES = 8
+#: The kind's byte in the header: a quantizer pipeline's value quantizer, or the compressor.
+KIND_CODES = {
+    "none": 1, "float16": 2, "float8": 3, "uniform": 4, "lloyd": 5, "kmeans": 6,
+    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11,
+    "powersgd": 32, "count_sketch": 33,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class UpdateLayout:
+    """What a receiver knows of an update before the first round: the tensors' ``names``,
+    ``shapes`` and ``dtypes``, in the update's order."""
+
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[torch.dtype, ...]
+
+    def __post_init__(self) -> None:
+        if not len(self.names) == len(self.shapes) == len(self.dtypes):
+            raise ValueError("a layout needs one shape and one dtype per name")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"a layout's names must be distinct: {self.names}")
+        for name, dtype in zip(self.names, self.dtypes, strict=True):
+            if not dtype.is_floating_point:
+                raise ValueError(f"update entry {name!r} is not floating point ({dtype})")
+
+    @classmethod
+    def of(cls, update: Mapping[str, torch.Tensor]) -> UpdateLayout:
+        """The layout of an update (name -> tensor)."""
+        return cls.from_items((n, t.shape, t.dtype) for n, t in update.items())
+
+    @classmethod
+    def from_items(cls, items: Iterable[tuple[str, Any, torch.dtype]]) -> UpdateLayout:
+        """From (name, shape, dtype) triples."""
+        rows = [(str(n), tuple(int(d) for d in shape), dtype) for n, shape, dtype in items]
+        return cls(*(tuple(col) for col in zip(*rows, strict=True))) if rows else cls((), (), ())
+
+    def __iter__(self):
+        return iter(zip(self.names, self.shapes, self.dtypes, strict=True))
+
+    def numel(self, name: str) -> int:
+        return math.prod(self.shapes[self.names.index(name)])
+
+    def fingerprint(self) -> int:
+        """CRC-32 of the names, shapes and dtypes (the header's check)."""
+        text = ";".join(f"{n}:{list(s)}:{d}" for n, s, d in self)
+        return zlib.crc32(text.encode())
+
+
+def write_records(kind: str, layout: UpdateLayout, records: Iterable[bytes]) -> bytes:
+    """Header and framed records (see the module doc)."""
+    head = (
+        MAGIC
+        + bytes([FORMAT_VERSION, KIND_CODES[kind]])
+        + layout.fingerprint().to_bytes(4, "little")
+    )
+    parts = [head]
+    for body in records:
+        parts += [len(body).to_bytes(4, "little"), zlib.crc32(body).to_bytes(4, "little"), body]
+    return b"".join(parts)
+
+
+def read_records(
+    data: bytes | bytearray | memoryview, kind: str, layout: UpdateLayout, wheres: list[str]
+) -> list[FieldReader]:
+    """Check the header and each record's length and CRC; one reader per record, named by
+    ``wheres`` (the record's tensor or sketch)."""
+    head = FieldReader(data, "header")
+    magic = bytes(head.take(2, "magic"))
+    if magic != MAGIC:
+        raise head.error("magic", f"{magic!r} is not {MAGIC!r}: not an update in this format")
+    version = head.u8("version")
+    if version != FORMAT_VERSION:
+        raise head.error(
+            "version", f"format version {version}, this receiver reads {FORMAT_VERSION}"
+        )
+    code = head.u8("kind")
+    if code != KIND_CODES[kind]:
+        names = {v: k for k, v in KIND_CODES.items()}
+        raise head.error("kind", f"{names.get(code, code)!r} bytes, the spec says {kind!r}")
+    if head.u32("layout") != layout.fingerprint():
+        raise head.error("layout", "the update's names, shapes or dtypes differ from the layout's")
+    readers = []
+    for where in wheres:
+        if head.left < RECORD_BYTES:
+            raise WireFormatError(where, "record", f"missing ({head.left} bytes left: truncated?)")
+        length, crc = head.u32("length"), head.u32("checksum")
+        if length > head.left:
+            raise WireFormatError(
+                where, "record", f"needs {length} bytes, {head.left} left (truncated?)"
+            )
+        body = head.take(length, "record")
+        if zlib.crc32(body) != crc:
+            raise WireFormatError(where, "checksum", "CRC-32 mismatch: the record is corrupted")
+        readers.append(FieldReader(body, where))
+    if head.left:
+        raise head.error("end", f"{head.left} bytes after the last record")
+    return readers
