@@ -101,12 +101,14 @@ def lower_hull(bits: Sequence[float], loss: Sequence[float]) -> np.ndarray:
     best = y.min()
     hull: list[int] = []
     for i in order:
-        if hull and b[i] == b[hull[-1]] and y[i] > y[hull[-1]]:
-            continue  # as many bits as a hull point, more loss
+        if hull and b[i] == b[hull[-1]]:
+            continue  # as many bits as the last point, as much loss or more (equals: below)
         while len(hull) >= 2:
             (b0, y0), (b1, y1) = (b[hull[-2]], y[hull[-2]]), (b[hull[-1]], y[hull[-1]])
-            # drop the middle point where it lies on or above the chord of its neighbours
-            if (y1 - y0) * (b[i] - b0) >= (y[i] - y0) * (b1 - b0) and (b[i], y[i]) != (b1, y1):
+            # drop the middle point where it lies above the chord of its neighbours (a point
+            # on it is reached exactly by time sharing and stays)
+            above, chord = (y1 - y0) * (b[i] - b0), (y[i] - y0) * (b1 - b0)
+            if above > chord + 1e-12 * max(abs(above), abs(chord)):
                 hull.pop()
             else:
                 break

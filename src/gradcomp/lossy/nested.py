@@ -23,6 +23,7 @@ t_{power}) se`` is off by several percent).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,17 +113,22 @@ def min_detectable(se: float, df: int, alpha: float, power: float = 0.8) -> floa
     t, times ``se``."""
     if not (np.isfinite(se) and df >= 1):
         return np.nan
+    return float(_noncentrality(int(df), float(alpha), float(power)) * se)
+
+
+@functools.lru_cache(maxsize=4096)
+def _noncentrality(df: int, alpha: float, power: float) -> float:
     crit = scipy.stats.t.ppf(1 - alpha / 2, df)
 
     def shortfall(delta: float) -> float:
-        nct = scipy.stats.nct(df, delta)
         # the far lower tail underflows to NaN in scipy for large delta: it is 0 there
-        return float(nct.sf(crit) + np.nan_to_num(nct.cdf(-crit)) - power)
+        lower = np.nan_to_num(scipy.stats.nct.cdf(-crit, df, delta))
+        return float(scipy.stats.nct.sf(crit, df, delta) + lower - power)
 
     upper = crit + scipy.stats.norm.ppf(power) + 1.0
     while shortfall(upper) < 0:
         upper *= 2
-    return float(scipy.optimize.brentq(shortfall, 0.0, upper, xtol=1e-10) * se)
+    return float(scipy.optimize.brentq(shortfall, 0.0, upper, xtol=1e-10))
 
 
 def units_needed(
@@ -138,10 +144,15 @@ def units_needed(
     def detects(n: int) -> bool:
         return min_detectable(sd / np.sqrt(n), n - 1, alpha, power) <= target
 
-    if not detects(limit):
+    # the normal-theory count is a lower bound (t quantiles exceed normal ones)
+    z = scipy.stats.norm.ppf(1 - alpha / 2) + scipy.stats.norm.ppf(power)
+    lo = max(2, int((z * sd / target) ** 2))
+    if lo >= limit or not detects(limit):
         return np.inf
-    lo, hi = 2, limit  # detects(hi) holds; find the smallest n that detects
-    while lo < hi:
+    hi = lo
+    while not detects(hi):
+        lo, hi = hi + 1, min(2 * hi, limit)
+    while lo < hi:  # detects(hi) holds; the smallest n that detects
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if detects(mid) else (mid + 1, hi)
     return float(lo)

@@ -16,11 +16,9 @@ loss increase. Differences from VCEG-M33:
   at its own loss increase, when that lies on the reference curve;
 - no overlap gives NaN (reported as undecided, never extrapolated).
 
-The **BD-loss** (:func:`bd_loss`) swaps the axes, as BD-PSNR does for BD-rate: the mean
-difference of test loss at equal log bits over the range of log bits both curves cover, in
-nats (negative: the test curve reaches a lower loss with the same bits). Its unit is that of
-a margin on the loss (nats), which is what the verdicts (:mod:`gradcomp.lossy.verdicts`)
-test for equivalence. :func:`dominance` classifies two curves that share no range.
+How the verdicts compare curves at matched bits is :mod:`gradcomp.lossy.matched_bits`
+(a pooled BD-loss over monotone-fitted curves failed its null: :mod:`gradcomp.lossy.verdicts`).
+:func:`dominance` classifies two curves that share no range.
 
 Per trajectory, both curves come from the same updates and test images; intervals are over
 the design's units (:mod:`gradcomp.lossy.nested`).
@@ -32,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["bd_loss", "bd_rate", "curve_points", "dominance", "monotone_decreasing"]
+__all__ = ["bd_rate", "curve_points", "dominance", "monotone_decreasing"]
 
 
 def monotone_decreasing(y: Sequence[float]) -> np.ndarray:
@@ -94,36 +92,6 @@ def bd_rate(test_bits, test_loss, ref_bits, ref_loss) -> float:
     grid = np.unique(np.clip(np.r_[lo, hi, d_t, d_r], lo, hi))
     delta = _log_bits_at(grid, d_t, r_t) - _log_bits_at(grid, d_r, r_r)
     return float(100.0 * np.expm1(np.trapezoid(delta, grid) / (hi - lo)))
-
-
-def _loss_curve(bits, loss) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct log bits ascending, monotone loss there) of one curve; points with equal
-    bits are averaged after the monotone fit."""
-    d, logr = _curve(bits, loss)
-    order = np.argsort(logr, kind="stable")
-    logr, d = logr[order], d[order]
-    r_u, start = np.unique(logr, return_index=True)
-    return r_u, np.add.reduceat(d, start) / np.diff(np.r_[start, len(d)])
-
-
-def bd_loss(test_bits, test_loss, ref_bits, ref_loss) -> float:
-    """BD-loss of the test curve against the reference (module doc), in the loss's unit.
-
-    Loss is interpolated piecewise-linearly in log bits on each monotone curve, and the
-    difference averaged over the common log-bits range; a test curve with one point (or one
-    distinct bit count) gives its difference at that point. NaN where the bit ranges do not
-    meet (see :func:`dominance`). The reference needs one or more points.
-    """
-    r_t, d_t = _loss_curve(test_bits, test_loss)
-    r_r, d_r = _loss_curve(ref_bits, ref_loss)
-    lo, hi = max(r_t[0], r_r[0]), min(r_t[-1], r_r[-1])
-    if lo > hi:
-        return float("nan")
-    if lo == hi:
-        return float(np.interp(lo, r_t, d_t) - np.interp(lo, r_r, d_r))
-    grid = np.unique(np.clip(np.r_[lo, hi, r_t, r_r], lo, hi))
-    delta = np.interp(grid, r_t, d_t) - np.interp(grid, r_r, d_r)
-    return float(np.trapezoid(delta, grid) / (hi - lo))
 
 
 def dominance(test_bits, test_loss, ref_bits, ref_loss) -> int:

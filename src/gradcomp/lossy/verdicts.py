@@ -5,11 +5,11 @@ a test rate curve with a reference rate curve **at matched measured bits**, one 
 other (its ``match``, :mod:`gradcomp.lossy.matched_bits`):
 
 - ``kept_set``: each test configuration against the reference's configurations on the same
-  kept set (same top-K fraction), interpolated in log bits to the test's bits: "with the same
-  sparsifier and the same bits, this quantizer loses more or less test loss";
-- ``frontier``: each test configuration against the reference's operational curve (its
-  configurations that none of its others beats in bits and loss), chosen for each unit from
-  the other units: "against the best the reference offers at these bits".
+  kept set (same top-K fraction), interpolated linearly in bits to the test's bits: "with the
+  same sparsifier and the same bits, this quantizer loses more or less test loss";
+- ``frontier``: each test configuration against the reference's operational curve (the lower
+  convex hull of its configurations' mean bits and loss, over every kept set): "against the
+  best the reference offers at these bits".
 
 Per trajectory (warm start, seed) the difference is the mean over the matched test
 configurations of test loss minus the reference's at matched bits (nats; negative = lower
@@ -80,8 +80,11 @@ class _Curve:
     def __init__(self, rows: pd.DataFrame, trajectories: pd.MultiIndex, kept_sets, what: str):
         rows = rows.assign(label=[variant_label(n, int(r), int(m)) for n, r, m in zip(
             rows["compressor"], rows["rate"], rows["M"], strict=True)])  # fmt: skip
-        wide = rows.pivot_table(index=["warm_start", "seed"], columns="label",
-                                values=["test_loss", "test_acc", "bits_per_entry"])  # fmt: skip
+        dup = rows.duplicated(["warm_start", "seed", "label"])
+        if dup.any():
+            raise ValueError(f"{what} {rows['label'][dup].iloc[0]} appears twice on a trajectory")
+        wide = rows.pivot(index=["warm_start", "seed"], columns="label",
+                          values=["test_loss", "test_acc", "bits_per_entry"])  # fmt: skip
         wide = wide.reindex(trajectories)
         missing = wide["test_loss"].isna().any()
         if missing.any():
@@ -236,10 +239,14 @@ def verdicts_from_points(
 
 def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
     """:func:`verdicts_from_points` of the one-round study tables ``paths`` (their rounds
-    averaged per trajectory)."""
+    averaged per trajectory; variants whose bits are an ideal channel's, not bytes sent, left
+    out)."""
     from gradcomp.lossy.tables import one_round_data
 
-    per_seed = seed_means(one_round_data(paths), ["bits_per_entry", "test_loss", "test_acc"])
+    data = one_round_data(paths)
+    if "bits_source" in data.columns:  # an ideal channel's bits are no bitstream's
+        data = data[data["bits_source"] != "ideal"]
+    per_seed = seed_means(data, ["bits_per_entry", "test_loss", "test_acc"])
     return verdicts_from_points(per_seed, **kwargs)
 
 
@@ -294,11 +301,12 @@ def table_verdicts(
     title = (
         f"Verdicts: the {m} primary questions (lossy.verdicts), one-round study at matched "
         "measured bits. Per trajectory: the mean over the test curve's matched configurations "
-        "of its test loss minus the reference's at the same bits (interpolated in log bits "
-        "between the reference configurations that bracket it: on the same kept set for "
-        "'kept set', on the reference's undominated configurations, chosen on the other "
-        "units, for 'frontier'); nats, negative = lower loss for the same bits. Mean [95% "
-        "Student-t interval] over the warm starts, each the mean of its nested seeds "
+        "of its test loss minus the reference's at the same bits (the mixture of the two "
+        "reference configurations that bracket its bits, linear in bits; 'kept set': the "
+        "reference's configurations on the same top-K fraction; 'frontier': its operational "
+        "curve, the lower convex hull of its configurations' mean bits and loss over every "
+        "kept set); nats, negative = lower loss for the same bits. Mean [95% Student-t "
+        "interval] over the warm starts, each the mean of its nested seeds "
         "(two-level design). Family: these questions; p (difference = 0) and TOST p "
         f"(|difference| >= {margin:g} nats) each Holm-adjusted. Verdict: equivalent if the "
         f"adjusted TOST p < {alpha:g}, else better / worse if the adjusted p < {alpha:g}, "
