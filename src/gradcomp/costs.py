@@ -71,14 +71,16 @@ def cost_table(root: str | Path, models: Collection[str], *, images: int) -> pd.
             "seconds_mean": grouped["seconds"].mean(),
             "seconds_max": grouped["seconds"].max(),
             "seconds_total": grouped["seconds"].sum(),
-            "cpu_seconds_total": grouped["cpu_seconds"].sum(min_count=1),
+            "cpu_seconds_total": reporting.strict_sums(runs, ["rule", "model"], ["cpu_seconds"])[
+                "cpu_seconds"
+            ],
             "MB_max": grouped["MB"].max(),
         }
     ).reset_index()
     total = {
         "rule": "all", "model": "", "jobs": len(runs), "seconds_mean": runs["seconds"].mean(),
         "seconds_max": runs["seconds"].max(), "seconds_total": runs["seconds"].sum(),
-        "cpu_seconds_total": runs["cpu_seconds"].sum(min_count=1), "MB_max": runs["MB"].max(),
+        "cpu_seconds_total": runs["cpu_seconds"].sum(skipna=False), "MB_max": runs["MB"].max(),
     }  # fmt: skip
     table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
     table["images"] = int(images)

@@ -16,15 +16,26 @@ import pandas as pd
 from gradcomp.artifacts import write_text, write_tsv
 
 
+def strict_sums(data: pd.DataFrame, by: Sequence[str], columns: Sequence[str]) -> pd.DataFrame:
+    """Sums of ``columns`` within groups ``by`` (group keys as the index, sorted as pandas
+    does), NaN where any member is NaN: pandas' own sum turns an all-NaN group into 0 and
+    a part-NaN one into the sum of the rest, a number for a missing one."""
+    keys = [data[k] for k in by]
+    sums = data.groupby(keys, sort=True)[list(columns)].sum()
+    return sums.mask(data[list(columns)].isna().groupby(keys, sort=True).any())
+
+
 def summarise(data: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
-    """Mean and standard deviation of ``metrics`` within groups ``by``.
+    """Mean and standard deviation of ``metrics`` within groups ``by``; NaN (shown as
+    missing) where any row of the group is, never the statistics of the rest.
 
     Returns one row per group with ``<metric>_mean`` and ``<metric>_sd``
     columns and ``n`` (rows averaged).
     """
     grouped = data.groupby(list(by), sort=True)[list(metrics)]
-    mean = grouped.mean().add_suffix("_mean")
-    sd = grouped.std(ddof=1).add_suffix("_sd")
+    missing = data[list(metrics)].isna().groupby([data[k] for k in by], sort=True).any()
+    mean = grouped.mean().mask(missing).add_suffix("_mean")
+    sd = grouped.std(ddof=1).mask(missing).add_suffix("_sd")
     count = grouped.size().rename("n")
     out = pd.concat([mean, sd, count], axis=1).reset_index()
     ordered = [*by, *(f"{m}_{s}" for m in metrics for s in ("mean", "sd")), "n"]

@@ -146,6 +146,11 @@ class Bound:
     def bits(self, x: TensorSymbols) -> float:
         raise NotImplementedError
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this machine gives no size (its sizes are NaN), or None."""
+        return None
+
 
 def sign_bits(signs: np.ndarray) -> bitarray:
     """One raw bit per non-zero entry (1 = negative), as a ``bitarray``."""

@@ -56,5 +56,11 @@ class ZpaqSize(Bound):
 
     name = "zpaq"
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        if shutil.which("zpaq") is None:
+            return "zpaq is not installed (Debian: apt-get install zpaq)"
+        return None
+
     def bits(self, x: TensorSymbols) -> float:
         return zpaq_bits(fp8_bytes(x.grid.decode(x.symbols), x.grid))

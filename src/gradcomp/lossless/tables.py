@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gradcomp import reporting
@@ -30,11 +31,20 @@ def table_t1(coding_tsvs: Sequence[str | Path], tsv: str | Path, md: str | Path)
         "zero_share / saturated_share: entries the grid rounds to zero / saturates; "
         "length: stream = decoded bitstreams, counts = exact sizes from the symbol counts, "
         "bound = a size with no decoder here (a reference compressor's output, an ideal code "
-        "length); ratio_to_32bit and exact_zero_share in T1.tsv)",
-        readable=table.drop(columns=[f"{c}_{s}" for c in ("ratio_to_32bit", "exact_zero_share")
-                                     for s in ("mean", "sd")]),  # fmt: skip
+        "length; a row without a size says why after its length, and shows –, never 0); "
+        "ratio_to_32bit and exact_zero_share in T1.tsv)",
+        readable=_t1_readable(table),
     )  # fmt: skip
     return table
+
+
+def _t1_readable(table: pd.DataFrame) -> pd.DataFrame:
+    """T1's Markdown view: the reason a size is missing joined to its ``length``."""
+    out = table.drop(columns=[f"{c}_{s}" for c in ("ratio_to_32bit", "exact_zero_share")
+                              for s in ("mean", "sd")] + ["missing"])  # fmt: skip
+    out["length"] = [f"{n}: missing, {m}" if m else n
+                     for n, m in zip(table["length"], table["missing"], strict=True)]  # fmt: skip
+    return out
 
 
 def table_t2(
@@ -93,16 +103,25 @@ def _per_run_sums(coding: pd.DataFrame) -> pd.DataFrame:
     if "n_zero" not in coding:  # already per-run sums: summed again (a run in two files)
         coding = coding.assign(n_zero=coding["numel"] - coding["n_nonzero"])
     counts = ["total_bits", "numel", "n_zero", "n_exact_zero", "n_saturated"]
-    groups = coding.groupby([*T1_KEYS, "run"], sort=False)
-    sums = groups[counts].sum()
+    keys = [*T1_KEYS, "run"]
+    sums = reporting.strict_sums(coding, keys, counts)  # a NaN size stays missing, never 0
     if "length" in coding:
-        sums["length"] = groups["length"].agg(_joined)
+        sums["length"] = coding.groupby(keys, sort=True)["length"].agg(_joined)
     return sums.reset_index()
 
 
 def _joined(lengths: pd.Series) -> str:
     """The distinct values of ``length`` cells (each possibly already joined), sorted, by +."""
     return "+".join(sorted({part for cell in lengths.astype(str) for part in cell.split("+")}))
+
+
+def _missing_reason(coder: str) -> str:
+    """Why a T1 row has no size: the coder's own reason where it gives one."""
+    from gradcomp.coding.registry import builtin_specs
+
+    spec = builtin_specs().get(coder)
+    why = getattr(spec.cls, "unavailable", lambda: None)() if spec is not None else None
+    return why or "a size in coding.tsv is NaN"
 
 
 def _rates(per_run: pd.DataFrame) -> pd.DataFrame:
@@ -122,6 +141,8 @@ def _rates(per_run: pd.DataFrame) -> pd.DataFrame:
         lengths = per_run.groupby(keys, sort=False)["length"].agg(_joined).reset_index()
         table = table.merge(lengths, on=keys, how="left")
         table = table[[*keys, "length", *(c for c in table.columns if c not in [*keys, "length"])]]
+    sizes = zip(table["coder"], table["bits_per_entry_mean"], strict=True)
+    table["missing"] = [_missing_reason(c) if not np.isfinite(b) else "" for c, b in sizes]
     order = table["scaling"].map({name: i for i, name in enumerate(SCALINGS)})
     return (
         table.assign(scaling_order=order)
