@@ -1,8 +1,8 @@
 """The verdicts' statistics against independent references: the two-level interval's
 coverage by simulation (and the pooled interval's failure), TOST against statsmodels, the
 detectable difference against the noncentral t, the variance components on simulated data,
-BD-loss and dominance on hand-made curves, and the verdict table on synthetic studies with a
-planted truth."""
+dominance on hand-made curves, and the verdict table on synthetic studies with a planted
+truth (its coverage and power on the real data's structure: tests/test_verdict_simulation.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from gradcomp.lossy.nested import (
     variance_components,
 )
 from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
-from gradcomp.lossy.rate_curves import bd_loss, dominance
+from gradcomp.lossy.rate_curves import dominance
 from gradcomp.lossy.verdicts import verdicts_table
 
 
@@ -102,21 +102,6 @@ def test_variance_components_recover_the_simulated_ones():
     assert all(np.isnan(variance_components([1.0, 2.0], [0, 0])))
 
 
-def test_bd_loss_by_hand():
-    """Reference: log bits 0, 1, 2 at loss 3, 2, 1. A test curve 0.1 nats below it on log bits
-    0.5..1.5 gives -0.1; read on the overlap only; one point gives its own difference; no
-    overlap gives NaN. A non-monotone reference is first made monotone (PAV)."""
-    e = np.exp
-    ref_bits, ref_loss = [e(0), e(1), e(2)], [3.0, 2.0, 1.0]
-    assert bd_loss([e(0.5), e(1.5)], [2.4, 1.4], ref_bits, ref_loss) == pytest.approx(-0.1)
-    # overlap [1, 2] of a test curve spanning log bits 1..3 at loss 2.2, 0.2: diff 0.2 on it
-    assert bd_loss([e(1), e(3)], [2.2, 0.2], ref_bits, ref_loss) == pytest.approx(0.2)
-    assert bd_loss([e(1.5)], [1.0], ref_bits, ref_loss) == pytest.approx(1.0 - 1.5)
-    assert np.isnan(bd_loss([e(3)], [0.5], ref_bits, ref_loss))
-    # reference 3, 1, 2 (not monotone): PAV gives 3, 1.5, 1.5; a point at log bits 1.5
-    assert bd_loss([e(1.5)], [1.0], ref_bits, [3.0, 1.0, 2.0]) == pytest.approx(1.0 - 1.5)
-
-
 def test_dominance():
     ref_b, ref_l = [2.0, 4.0], [0.5, 0.2]
     assert dominance([1.0], [0.1], ref_b, ref_l) == 1  # fewer bits and lower loss than all
@@ -146,15 +131,15 @@ def write_trajectories(root, shift, noise, seed=0, W=6, S=2):
             head = {"model": "cnn", "warm_start": w, "seed": s, "round": 1, "start_acc": 0.3,
                     "start_loss": 2.2, "exact_acc": 0.4, "exact_loss": exact,
                     "entries": 1000}  # fmt: skip
-            # uniform: loss 0.3 - 0.1 log(bits per entry) above exact
+            # uniform: loss 0.3 - 0.1 bits per entry above exact
             for rate, bpe in ((1, 0.5), (2, 1.0), (4, 3.0)):
-                loss = exact + 0.3 - 0.1 * np.log(bpe)
+                loss = exact + 0.3 - 0.1 * bpe
                 rows.append({**head, "compressor": "uniform", "rate": rate, "M": 0,
                              "bits_coded": bpe * 1000, "bits_fixed": bpe * 1000,
                              "bits_accounted": bpe * 1000, "bits_source": "bytes",
                              "test_acc": 0.4 - (loss - exact), "test_loss": loss})  # fmt: skip
             for rate, bpe in ((1, 0.7), (2, 2.0)):
-                loss = exact + 0.3 - 0.1 * np.log(bpe) + shift + noise * rng.normal()
+                loss = exact + 0.3 - 0.1 * bpe + shift + noise * rng.normal()
                 rows.append({**head, "compressor": "test", "rate": rate, "M": 0,
                              "bits_coded": bpe * 1000, "bits_fixed": bpe * 1000,
                              "bits_accounted": bpe * 1000, "bits_source": "bytes",
@@ -165,7 +150,9 @@ def write_trajectories(root, shift, noise, seed=0, W=6, S=2):
     return paths
 
 
-QUESTION = [{"test": "test", "M": 0, "reference": "uniform", "reference_M": 0}]
+QUESTION = [{"test": "test", "M": 0, "reference": "uniform", "reference_M": 0,
+             "match": "kept_set"}]  # fmt: skip
+KEPT = {f"{n}/R{r}_M0": "top-K 45.2%" for n in ("uniform", "test") for r in (1, 2, 4)}
 
 
 @pytest.mark.parametrize(
@@ -174,14 +161,14 @@ QUESTION = [{"test": "test", "M": 0, "reference": "uniform", "reference_M": 0}]
      (0.0, 0.05, "undecided")],
 )  # fmt: skip
 def test_verdicts_find_the_planted_truth(tmp_path, shift, noise, expected):
-    """A test curve planted ``shift`` nats from uniform's at matched bits (log-linear curves,
-    so the BD-loss is the shift): better / worse at +-0.02 with small noise, equivalent
+    """A test curve planted ``shift`` nats from uniform's at matched bits (curves linear in
+    bits, so the difference at matched bits is the shift): better / worse at +-0.02 with small noise, equivalent
     within the 0.004 margin at 0 with small noise, undecided at 0 with noise far above the
     margin. Planted bugs: test and reference swapped (better <-> worse); the verdict from the
     raw instead of the TOST p; the accuracy difference's sign."""
     table = verdicts_table(
         write_trajectories(tmp_path, shift, noise), questions=QUESTION, curves={},
-        margin=0.004,
+        kept_sets=KEPT, margin=0.004,
     )  # fmt: skip
     row = table.iloc[0]
     assert row["verdict"] == expected
@@ -197,7 +184,30 @@ def test_curves_join_entries_into_one_curve(tmp_path):
     test curve disappears), so the table is empty; mapped onto its own curve it answers.
     Planted bug: the curves mapping ignored (compressor names used)."""
     paths = write_trajectories(tmp_path, -0.02, 0.002)
-    joined = verdicts_table(paths, questions=QUESTION, curves={"test": "uniform"}, margin=0.004)
+    kw = {"questions": QUESTION, "kept_sets": KEPT, "margin": 0.004}
+    joined = verdicts_table(paths, curves={"test": "uniform"}, **kw)
     assert joined.empty
-    own = verdicts_table(paths, questions=QUESTION, curves={"test": "test"}, margin=0.004)
+    own = verdicts_table(paths, curves={"test": "test"}, **kw)
     assert own.iloc[0]["verdict"] == "better"
+
+
+def test_rows_say_what_was_matched_and_leave_out_ideal_bits(tmp_path):
+    """The row names the matched test configurations and the reference ones used; a
+    reference configuration another one beats in bits and loss is listed as dominated; a
+    curve whose bits are an ideal channel's (bits_source ideal) answers no question."""
+    paths = write_trajectories(tmp_path, 0.0, 0.002)
+    frames = [pd.read_csv(p, sep="\t") for p in paths]
+    for f, p in zip(frames, paths, strict=True):
+        r4 = (f["compressor"] == "uniform") & (f["rate"] == 4)
+        f.loc[r4, "test_loss"] += 0.5  # more bits and loss than R2: dominated by it
+        f.loc[f["compressor"] == "test", "bits_source"] = "ideal"
+        write_tsv(p, f, list(f.columns))
+    kw = {"questions": QUESTION, "curves": {}, "kept_sets": KEPT, "margin": 0.004}
+    assert verdicts_table(paths, **kw).empty
+    for f, p in zip(frames, paths, strict=True):
+        f["bits_source"] = "bytes"
+        write_tsv(p, f, list(f.columns))
+    row = verdicts_table(paths, **kw).iloc[0]
+    assert row["reference_dominated"] == "uniform/R4_M0"
+    assert row["reference_points"] == "uniform/R1_M0,uniform/R2_M0,uniform/R4_M0"
+    assert row["test_points"] == "test/R1_M0,test/R2_M0" and row["unmatched"] == ""

@@ -276,11 +276,11 @@ def load_study(config: dict[str, Any], schema_path: str | Path) -> Study:
 
 
 def _sent_the_same_way(spec: CheckedSpec) -> tuple:
-    """What R means for a spec: bits per kept value of one sparsifier and keep fraction (or
-    bit budget, which sets the fraction per rate)."""
+    """What R means for a spec: bits per kept value of one sparsifier (or bit budget, which
+    sets the fraction per rate); the tables pair variants on one kept set
+    (:func:`gradcomp.lossy.paired.pick_baseline`), so the keep fraction is not part of it."""
     budget = spec["topk_budget_percent"]
-    keep = ("budget", budget) if budget is not None else ("fraction", spec["topk"])
-    return (spec["quantizer"] is not None, spec["sparsifier"] or "none", keep)
+    return (spec["quantizer"] is not None, spec["sparsifier"] or "none", budget)
 
 
 def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:

@@ -235,6 +235,8 @@ rule table_T4:
         pairable=PAIRABLE,
         margin=LOSSY.verdicts.margin,
         alpha=LOSSY.verdicts.alpha,
+        kept_sets=plain(LOSSY.kept_sets),
+        curves=plain(LOSSY.curves),
     log:
         "results/logs/tables/T4.log",
     threads: 1
@@ -255,6 +257,8 @@ rule table_T3:
         compressor_kinds=plain(COMPRESSOR_KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
+        kept_sets=plain(LOSSY.kept_sets),
+        curves=plain(LOSSY.curves),
     output:
         tsv=report("results/tables/T3.tsv", caption="../report/T3.rst", category="Paper Y", subcategory="tables"),
         md="results/tables/T3.md",

@@ -13,4 +13,6 @@ table_t3(
     sm.output.md,
     baseline=sm.params.baseline,
     pairable=list(sm.params.pairable),
+    kept_sets=dict(sm.params.kept_sets),
+    curves=dict(sm.params.curves),
 )

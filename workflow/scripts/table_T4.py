@@ -13,4 +13,6 @@ table_t4(
     pairable=list(sm.params.pairable),
     margin=sm.params.margin,
     alpha=sm.params.alpha,
+    kept_sets=dict(sm.params.kept_sets),
+    curves=dict(sm.params.curves),
 )

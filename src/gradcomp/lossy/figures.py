@@ -20,13 +20,14 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from gradcomp import plots
+from gradcomp.compression.specs import variant_label
 from gradcomp.lossy import facets
 from gradcomp.lossy.distortion_study import BOUND
 from gradcomp.lossy.paired import t_interval
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.lossy.styles import legend_outside, variant_styles
-from gradcomp.lossy.tables import one_round_data, t4_table
+from gradcomp.lossy.tables import drop_dominated, one_round_data, t4_table
 
 
 def _finish(fig: plt.Figure, axes, title: str, png: str | Path) -> None:
@@ -296,7 +297,9 @@ def figure_y7(
     rates: the test-loss increase (upper block of panels) and accuracy change (lower block)
     against the uncompressed aggregate, over the measured uplink bits per entry (coded, log
     scale); mean and 95% interval over the design's units (warm starts, each the mean of its
-    seeds; :mod:`gradcomp.lossy.nested`). One panel per compressor (its M as shades), with
+    seeds; :mod:`gradcomp.lossy.nested`). A configuration that another of its own curve beats
+    in mean bits and loss increase is drawn hollow, off its line. One panel per compressor
+    (its M as shades), with
     the curve of ``baseline`` (every compressor that joins it through ``curves``, dashed)
     and the references (grey points) in every panel."""
     from gradcomp.lossy.paired import seed_means
@@ -304,6 +307,9 @@ def figure_y7(
     plots.set_theme()
     data = one_round_data(tables)
     per_seed = seed_means(data, ["bits_per_entry", "loss_increase", "acc_change"])
+    joined = per_seed.assign(curve=[dict(curves or {}).get(n, n) for n in per_seed["compressor"]])
+    dominated = {lb for labels in drop_dominated(joined, "loss_increase")[1].values()
+                 for lb in labels.split(",")}  # fmt: skip
     styles = variant_styles(data, quantizers)
     metrics = (
         ("loss_increase", "test loss - uncompressed aggregate's"),
@@ -336,8 +342,15 @@ def figure_y7(
         stats = curves[(name, M)]
         x = np.array([t[0] for t in stats])
         mean, lo, hi = (np.array([t[2 + k][j] for t in stats]) for j in range(3))
-        err = [mean - lo, hi - mean] if np.isfinite(lo).all() else None
-        ax.errorbar(x, mean, yerr=err, capsize=2, ms=4, ls=ls if len(x) > 1 else "none", **kw)
+        out = np.array([variant_label(name, t[1], M) in dominated for t in stats])
+        err = np.array([mean - lo, hi - mean]) if np.isfinite(lo).all() else None
+        on = ~out
+        ax.errorbar(x[on], mean[on], yerr=None if err is None else err[:, on], capsize=2, ms=4,
+                    ls=ls if on.sum() > 1 else "none", **kw)  # fmt: skip
+        if out.any():  # dominated within its curve: hollow, off the line
+            kw = {**kw, "label": None}
+            ax.errorbar(x[out], mean[out], yerr=None if err is None else err[:, out], capsize=2,
+                        ms=4, ls="none", mfc="white", **kw)  # fmt: skip
 
     for k, (_, ylabel) in enumerate(metrics):
         block = grid[k * block_rows : (k + 1) * block_rows].ravel()

@@ -35,6 +35,7 @@ from gradcomp.lossy.rate_curves import bd_rate, curve_points, dominance
 from gradcomp.lossy.run_files import RUN_IDENTITY
 
 __all__ = [
+    "drop_dominated",
     "one_round_data",
     "t3_table",
     "t4_table",
@@ -56,9 +57,12 @@ def t3_table(
     *,
     baseline: str,
     pairable: Collection[str] | None = None,
+    kept_sets: Mapping[str, str] | None = None,
+    curves: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """T3 (see the module doc): one row per model, compressor, rate and M; ``pairable``:
-    the compressors whose rate means what the baseline's does (None: all)."""
+    the compressors whose rate means what the baseline's does (None: all); ``kept_sets`` and
+    ``curves``: pair on the same kept set (:func:`gradcomp.lossy.paired.pick_baseline`)."""
     data = read_rounds(rounds_tsvs, quantizers)
     last = {int(pd.read_csv(path, sep="\t")["round"].max()): path for path in rounds_tsvs}
     if len(last) > 1:  # the global last round would silently drop the shorter runs
@@ -73,7 +77,8 @@ def t3_table(
         ident = uplink[list(RUN_IDENTITY)].drop_duplicates()
         if len(ident) != 1:
             raise ValueError(f"{path}: not the uplink table of one run ({len(ident)} identities)")
-        parts.append({**ident.iloc[0].to_dict(), **uplink[list(BIT_FIELDS)].sum().to_dict()})
+        sums = reporting.strict_sums(uplink.assign(run=0), ["run"], BIT_FIELDS).iloc[0]
+        parts.append({**ident.iloc[0].to_dict(), **sums.to_dict()})
     merged = final.merge(pd.DataFrame(parts), on=list(RUN_IDENTITY))
     return paired_summary(
         merged,
@@ -82,6 +87,8 @@ def t3_table(
         baseline=baseline,
         means=["cumulative_bits_coded", "cumulative_bits_fixed", *BIT_FIELDS],
         pairable=_pairable(pairable),
+        kept_sets=kept_sets,
+        curves=curves,
     )
 
 
@@ -134,13 +141,16 @@ def t4_table(
     pairable: Collection[str] | None = None,
     margin: float | None = None,
     alpha: float = 0.05,
+    kept_sets: Mapping[str, str] | None = None,
+    curves: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """T4 (see the module doc): one row per model, compressor, rate and M. With ``margin``
     (nats), the test-loss difference to the baseline also gets a TOST p of equivalence
     within +-margin (``test_loss_vs_<baseline>_tost_p``, Holm over the table's rows as
     ``_tost_p_holm``) and a ``verdict`` (:func:`gradcomp.lossy.nested.decide`): a pair
     whose both sides equal the uncompressed aggregate within the margin is "equivalent", not
-    "undecided"."""
+    "undecided". With ``kept_sets`` and ``curves`` a variant is paired with the baseline's
+    curve on its own kept set (:func:`gradcomp.lossy.paired.pick_baseline`)."""
     from gradcomp.lossy.nested import decide, tost_p
     from gradcomp.lossy.paired import holm
 
@@ -151,6 +161,8 @@ def t4_table(
         baseline=baseline,
         means=["bits_coded", "fixed_bits_per_entry", "exact_acc", "start_acc"],
         pairable=_pairable(pairable),
+        kept_sets=kept_sets,
+        curves=curves,
     )
     if margin is None or table.empty:
         return table
@@ -224,7 +236,11 @@ def t5_table(
     curve (``curves``: compressor name -> curve, default its name; the baseline's curve is
     the one ``baseline`` joins, at the row's M when it has it, else its smallest M).
 
-    Per trajectory: the BD-rate where the curves share a loss range, else the dominance
+    Each curve is first cut to its undominated configurations (design means; a configuration
+    another of the same curve beats in bits and loss would only drag the curve up), listed in
+    ``dominated_configs`` and ``baseline_dominated_configs``. Per trajectory: the BD-rate where
+    the curves
+    share a loss range, else the dominance
     class (:func:`gradcomp.lossy.rate_curves.dominance`). Columns: ``rates`` (the curve's
     variants), ``bits_per_entry_min`` / ``_max`` (measured), ``trajectories``,
     ``overlap`` (with a BD-rate), ``dominates`` / ``dominated`` / ``neither`` (the others),
@@ -241,6 +257,7 @@ def t5_table(
         seed_means(one_round_data(paths), ["bits_coded", "bits_per_entry", metric]), curves
     )
     base_curve = curves.get(baseline, baseline)
+    per_seed, dominated = drop_dominated(per_seed, metric)
     rows = []
     for (model, curve, M), pts in per_seed.groupby(["model", "curve", "M"], sort=True):
         if curve == base_curve:
@@ -287,6 +304,8 @@ def t5_table(
                 ),
                 "bits_per_entry_min": float(pts["bits_per_entry"].min()),
                 "bits_per_entry_max": float(pts["bits_per_entry"].max()),
+                "dominated_configs": dominated.get((model, curve, M), ""),
+                "baseline_dominated_configs": dominated.get((model, base_curve, base_M), ""),
                 "trajectories": len(direction),
                 "overlap": len(bd),
                 "dominates": int(sum(d > 0 for d in dom)),
@@ -320,11 +339,34 @@ def t5_table(
     return table
 
 
+def drop_dominated(per_seed: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
+    """``per_seed`` without the configurations that another of their own curve (model,
+    curve, M) beats in mean bits and mean ``metric`` (:func:`~gradcomp.lossy.matched_bits.
+    pareto_front`), and (model, curve, M) -> those configurations' labels, comma-joined."""
+    from gradcomp.compression.specs import variant_label
+    from gradcomp.lossy.matched_bits import pareto_front
+
+    keep, dominated = [], {}
+    for key, pts in per_seed.groupby(["model", "curve", "M"], sort=True):
+        means = pts.groupby(["compressor", "rate"])[["bits_per_entry", metric]].mean()
+        front = pareto_front(means["bits_per_entry"], means[metric])
+        out = [variant_label(n, int(r), int(key[2])) for (n, r), on in
+               zip(means.index, front, strict=True) if not on]  # fmt: skip
+        if out:
+            dominated[key] = ",".join(out)
+        kept = {i for i, on in zip(means.index, front, strict=True) if on}
+        keep.append(pts[[(n, r) in kept for n, r in zip(pts["compressor"], pts["rate"],
+                                                         strict=True)]])  # fmt: skip
+    return pd.concat(keep, ignore_index=True), dominated
+
+
 def table_t3(
-    rounds_tsvs, uplink_tsvs, quantizers, tsv, md, *, baseline: str, pairable=None
-) -> pd.DataFrame:
+    rounds_tsvs, uplink_tsvs, quantizers, tsv, md, *, baseline: str, pairable=None,
+    kept_sets=None, curves=None,
+) -> pd.DataFrame:  # fmt: skip
     """Write T3 as TSV and Markdown."""
-    table = t3_table(rounds_tsvs, uplink_tsvs, quantizers, baseline=baseline, pairable=pairable)
+    table = t3_table(rounds_tsvs, uplink_tsvs, quantizers, baseline=baseline, pairable=pairable,
+                     kept_sets=kept_sets, curves=curves)  # fmt: skip
     family = family_size(table, [f"per_bit_acc_coded_vs_{baseline}"])
     reporting.write_table(
         table,
@@ -332,7 +374,8 @@ def table_t3(
         md,
         title="T3: federated runs, final round (bits summed over users and rounds; mean "
         "[95% Student-t interval] over seeds, the unit of replication; per-bit accuracy "
-        f"paired by seed with {baseline} at the same R; family: these {family} differences, "
+        f"paired by seed with {baseline}'s curve at the same R on the same kept set; family: "
+        f"these {family} differences, "
         "Holm-adjusted p, significant = adjusted p < 0.05; the bits by part and every other "
         "column in T3.tsv)",
         readable=_t3_readable(table, baseline) if "model" in table.columns else None,
@@ -341,10 +384,12 @@ def table_t3(
 
 
 def table_t4(
-    paths, tsv, md, *, baseline: str, pairable=None, margin=None, alpha: float = 0.05
-) -> pd.DataFrame:
+    paths, tsv, md, *, baseline: str, pairable=None, margin=None, alpha: float = 0.05,
+    kept_sets=None, curves=None,
+) -> pd.DataFrame:  # fmt: skip
     """Write T4 as TSV (every column) and Markdown (:func:`_t4_readable`)."""
-    table = t4_table(paths, baseline=baseline, pairable=pairable, margin=margin, alpha=alpha)
+    table = t4_table(paths, baseline=baseline, pairable=pairable, margin=margin, alpha=alpha,
+                     kept_sets=kept_sets, curves=curves)  # fmt: skip
     family = family_size(table, [f"{m}_vs_{baseline}" for m in T4_PAIRED])
     equivalence = (
         ""
@@ -356,8 +401,9 @@ def table_t4(
         "T4: one-round paired study (every compressor on the same updates; per-trajectory "
         "means over rounds, then mean [95% Student-t interval] over the units: warm starts, "
         "each the mean of its nested seeds, or the seeds of the first warm start for the "
-        f"variants run there only; paired with {baseline} at the same R where R means bits "
-        f"per kept value of the same top-K; family: these {family} differences, Holm-"
+        f"variants run there only; paired with {baseline}'s curve at the same R on the same "
+        f"kept set (top-K fraction) where R means bits per kept value; family: these {family} "
+        "differences, Holm-"
         f"adjusted p, significant = adjusted p < {alpha:g}{equivalence}; every column in "
         "T4.tsv)"
     )
@@ -372,8 +418,9 @@ def _t5_readable(table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(
         {
             "curve": [
-                f"{m} {c} M{M}"
-                for m, c, M in zip(table["model"], table["curve"], table["M"], strict=True)
+                f"{m} {c} M{M}" + (f" (dominated, left out: {d})" if d else "")
+                for m, c, M, d in zip(table["model"], table["curve"], table["M"],
+                                      table["dominated_configs"], strict=True)
             ],
             "bits/entry": [
                 f"{a:.3g}-{b:.3g}"
@@ -404,7 +451,9 @@ def table_t5(paths, tsv, md, *, baseline: str, curves=None) -> pd.DataFrame:
     family = family_size(table, ["bd_rate", "sign"]) if len(table) else 0
     title = (
         f"T5: BD-rate against {baseline}'s curve (% uplink bits at equal test-loss "
-        "increase, one-round study; negative = fewer bits; per trajectory, then mean [95% "
+        "increase, one-round study; negative = fewer bits; each curve through its undominated "
+        "configurations, the dominated ones (another of the same curve has fewer bits and less "
+        "loss) listed in T5.tsv; per trajectory, then mean [95% "
         "Student-t interval] over the design's units (warm starts, each the mean of its "
         "seeds) on the trajectories whose curves share a loss range; the others counted by "
         "dominance; sign_p: sign test of every trajectory's direction over the units; "
