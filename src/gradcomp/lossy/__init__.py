@@ -7,4 +7,6 @@ stage (:mod:`~.federated_stage`) and the run's files (:mod:`~.run_files`), per-b
 :mod:`~.styles`), tables T3-T5 (:mod:`~.tables`) and the verdicts (:mod:`~.verdicts`). The
 statistics: per-trajectory means, paired differences and Holm (:mod:`~.paired`), the
 two-level design over warm starts (:mod:`~.nested`), rate curves and BD-rates
-(:mod:`~.rate_curves`). Each stage is one workflow rule."""
+(:mod:`~.rate_curves`), bits matched between curves (:mod:`~.matched_bits`) and the
+simulated studies that check the verdicts' procedure (:mod:`~.verdict_simulation`). Each
+stage is one workflow rule."""

@@ -105,19 +105,19 @@ def _reference_configs(scenario: Scenario) -> list[Config]:
     return [c for configs in scenario.reference.values() for c in configs]
 
 
-def true_loss(scenario: Scenario, config: Config, match: str) -> float:
-    """The reference's true mean loss increase at ``config``'s bits: on its kept set's
+def true_loss(scenario: Scenario, point: Config, match: str) -> float:
+    """The reference's true mean loss increase at ``point``'s bits: on its kept set's
     reference configurations (``kept_set``) or on the reference's true front (``frontier``);
     ValueError where the bits lie outside."""
     ref = _reference_configs(scenario)
     if match == "kept_set":
-        pool = [c for c in ref if c.kept_set == config.kept_set]
+        pool = [c for c in ref if c.kept_set == point.kept_set]
     else:
         front = lower_hull([c.bits for c in ref], [c.mu for c in ref])
         pool = [c for c, on in zip(ref, front, strict=True) if on]
-    w = interpolation_weights(config.bits, [c.bits for c in pool])
+    w = interpolation_weights(point.bits, [c.bits for c in pool])
     if w is None:
-        raise ValueError(f"{config} lies outside the reference's {match} curve")
+        raise ValueError(f"{point} lies outside the reference's {match} curve")
     return float(np.dot(w, [c.mu for c in pool]))
 
 
