@@ -31,7 +31,8 @@ def test_t1_shows_an_all_nan_coder_as_missing_with_its_reason(monkeypatch):
     monkeypatch.setattr("shutil.which", lambda name: None)
     rows = (coding_rows("zpaq", [np.nan, np.nan], 0) + coding_rows("zpaq", [np.nan], 1)
             + coding_rows("fp8", [8000.0, 8000.0], 0) + coding_rows("fp8", [8000.0], 1)
-            + coding_rows("lzma", [5000.0, np.nan], 0) + coding_rows("lzma", [5000.0], 1))  # fmt: skip
+            + coding_rows("lzma", [5000.0, np.nan], 0)
+            + coding_rows("lzma", [5000.0], 1))  # fmt: skip
     table = coding_rate_table(pd.DataFrame(rows, columns=list(T1_COLUMNS))).set_index("coder")
     assert np.isnan(table.loc["zpaq", "bits_per_entry_mean"])
     assert np.isnan(table.loc["zpaq", "bits_per_entry_sd"])

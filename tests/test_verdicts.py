@@ -162,10 +162,10 @@ KEPT = {f"{n}/R{r}_M0": "top-K 45.2%" for n in ("uniform", "test") for r in (1, 
 )  # fmt: skip
 def test_verdicts_find_the_planted_truth(tmp_path, shift, noise, expected):
     """A test curve planted ``shift`` nats from uniform's at matched bits (curves linear in
-    bits, so the difference at matched bits is the shift): better / worse at +-0.02 with small noise, equivalent
-    within the 0.004 margin at 0 with small noise, undecided at 0 with noise far above the
-    margin. Planted bugs: test and reference swapped (better <-> worse); the verdict from the
-    raw instead of the TOST p; the accuracy difference's sign."""
+    bits, so the difference at matched bits is the shift): better / worse at +-0.02 with small
+    noise, equivalent within the 0.004 margin at 0 with small noise, undecided at 0 with noise
+    far above the margin. Planted bugs: test and reference swapped (better <-> worse); the
+    verdict from the raw instead of the TOST p; the accuracy difference's sign."""
     table = verdicts_table(
         write_trajectories(tmp_path, shift, noise), questions=QUESTION, curves={},
         kept_sets=KEPT, margin=0.004,
