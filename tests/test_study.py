@@ -58,7 +58,8 @@ def overlaid(*names: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "names", [(), ("paper.yaml",), ("paper.yaml", "smoke-paper.yaml"), ("m22.yaml",)]
+    "names",
+    [(), ("paper.yaml",), ("paper.yaml", "smoke-paper.yaml"), ("m22.yaml",), ("decide.yaml",)],
 )
 def test_shipped_configs_build(names) -> None:
     """Every shipped config, as the docs run it, passes every check (planted bug: the paper
