@@ -137,6 +137,24 @@ def test_t5_half_the_bits_is_minus_50_with_a_zero_width_interval(tmp_path):
     assert point["dominates"] + point["dominated"] + point["neither"] == 1
 
 
+def test_t5_leaves_out_a_curve_whose_bits_are_ideal(tmp_path):
+    """A curve whose rows say bits_source ideal (the Gaussian channel's mutual information,
+    no bytes) gets no T5 row; with bytes it is back. Planted bug: the filter dropped (the
+    'half' row stays and is called 'fewer bits' on bits never sent)."""
+    paths = write_study(tmp_path)
+    for path in paths:
+        frame = pd.read_csv(path, sep="\t")
+        frame["bits_source"] = np.where(frame["compressor"] == "half", "ideal", "bytes")
+        write_tsv(path, frame)
+    t5 = t5_table(paths, baseline="uniform")
+    assert set(t5["curve"]) == {"worse", "point"}
+    for path in paths:
+        frame = pd.read_csv(path, sep="\t")
+        frame["bits_source"] = "bytes"
+        write_tsv(path, frame)
+    assert "half" in set(t5_table(paths, baseline="uniform")["curve"])
+
+
 def test_one_round_data_refuses_nan_and_bad_files(tmp_path):
     """A NaN test loss raises naming the variant, seed and round; a table without its
     identity columns (warm start; rate) is refused. Planted bug: NaN passed on (dropped by

@@ -15,33 +15,21 @@ trajectory's own losses (71% and 84% coverage at 12 x 1, 7% false verdicts)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from gradcomp.lossy.nested import min_detectable, units_needed
 from gradcomp.lossy.verdict_simulation import (
     Config,
     default_scenario,
-    simulate,
+    replicate,
     true_loss,
 )
-from gradcomp.lossy.verdicts import verdicts_from_points
 
 SCENARIO = default_scenario()
 
 
 def run(W, S, reps, seed, shift=0.0):
-    rng = np.random.default_rng(seed)
-    q = SCENARIO.questions()
-    rows = []
-    for rep in range(reps):
-        t = verdicts_from_points(
-            simulate(SCENARIO, W, S, rng, shift=shift), questions=q, curves=SCENARIO.curves(),
-            kept_sets=SCENARIO.labels(), margin=0.004,
-        )  # fmt: skip
-        t["rep"] = rep
-        rows.append(t)
-    return pd.concat(rows, ignore_index=True)
+    return replicate(SCENARIO, W, S, reps, seed=seed, shift=shift)
 
 
 def test_truths_are_placed_on_the_reference():

@@ -185,8 +185,8 @@ def match_points(
     reference: Mapping[str, tuple[str, float, float]],
     mode: str,
 ) -> Matching:
-    """Match every test configuration (label -> (kept set, design-mean log bits)) with the
-    reference's (label -> (kept set, design-mean log bits, mean loss)); ``mode`` one of
+    """Match every test configuration (label -> (kept set, design-mean bits per entry)) with the
+    reference's (label -> (kept set, design-mean bits per entry, mean loss)); ``mode`` one of
     :data:`MATCHES` (module doc). The reference's mean loss only chooses the front
     (``frontier``)."""
     if mode not in MATCHES:

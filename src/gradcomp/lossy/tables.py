@@ -92,6 +92,15 @@ def t3_table(
     )
 
 
+def sent_bits_only(data: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose bits are bytes a receiver decodes (``bits_source`` not ``ideal``: the
+    Gaussian channel's rate is its mutual information, no bitstream carries it), for the
+    comparisons at matched bits (T5, the verdicts)."""
+    if "bits_source" not in data.columns:
+        return data
+    return data[data["bits_source"] != "ideal"]
+
+
 def one_round_data(paths: Sequence[str | Path]) -> pd.DataFrame:
     """The one-round study's rows of every seed, with model, compressor, rate, M and the
     derived metrics ``gain_per_bit`` ((acc - start acc) / bits of the round, coded),
@@ -236,7 +245,8 @@ def t5_table(
     curve (``curves``: compressor name -> curve, default its name; the baseline's curve is
     the one ``baseline`` joins, at the row's M when it has it, else its smallest M).
 
-    Each curve is first cut to its undominated configurations (design means; a configuration
+    Variants whose bits are an ideal channel's (:func:`sent_bits_only`) are left out. Each
+    curve is first cut to its undominated configurations (design means; a configuration
     another of the same curve beats in bits and loss would only drag the curve up), listed in
     ``dominated_configs`` and ``baseline_dominated_configs``. Per trajectory: the BD-rate where
     the curves
@@ -254,7 +264,8 @@ def t5_table(
 
     curves = dict(curves or {})
     per_seed = curve_points(
-        seed_means(one_round_data(paths), ["bits_coded", "bits_per_entry", metric]), curves
+        seed_means(sent_bits_only(one_round_data(paths)), ["bits_coded", "bits_per_entry", metric]),
+        curves,
     )
     base_curve = curves.get(baseline, baseline)
     per_seed, dominated = drop_dominated(per_seed, metric)

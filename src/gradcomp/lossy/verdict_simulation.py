@@ -18,7 +18,7 @@ trajectory alike. Accuracy is ``exact acc - loss increase / 2.5`` (the default r
 plus its own noise. Bits per entry are fixed per configuration with a 0.05% jitter.
 
 A test curve's truth is set relative to the reference (``truth``): ``kept_set`` puts each test
-configuration on the reference's curve of its kept set (linear in log bits between the
+configuration on the reference's curve of its kept set (linear in bits between the
 reference configurations that bracket it), ``frontier`` on the reference's true undominated
 front; then every test configuration is moved by ``shift`` nats. Under ``shift = 0`` the
 difference a question estimates is 0, so its 95% interval should cover 0 in 95% of the
@@ -39,8 +39,11 @@ import numpy as np
 import pandas as pd
 
 from gradcomp.lossy.matched_bits import interpolation_weights, lower_hull
+from gradcomp.lossy.verdicts import verdicts_from_points
 
-__all__ = ["Config", "Scenario", "TestCurve", "default_scenario", "simulate", "true_loss"]
+__all__ = [
+    "Config", "Scenario", "TestCurve", "default_scenario", "replicate", "simulate", "true_loss",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -200,3 +203,28 @@ def default_scenario() -> Scenario:
 def with_reference(scenario: Scenario, **entries: tuple[Config, ...]) -> Scenario:
     """The scenario with reference entries added or replaced (e.g. more rate points)."""
     return replace(scenario, reference={**scenario.reference, **entries})
+
+
+def replicate(
+    scenario: Scenario,
+    warm_starts: int,
+    seeds: int,
+    reps: int,
+    *,
+    seed: int,
+    shift: float | Sequence[float] = 0.0,
+    margin: float = 0.004,
+) -> pd.DataFrame:
+    """``reps`` simulated studies (:func:`simulate`), each answered by the code that writes
+    verdicts.tsv (:func:`~gradcomp.lossy.verdicts.verdicts_from_points`); their verdict
+    tables stacked, with the study's index in column ``rep``."""
+    rng = np.random.default_rng(seed)
+    questions, curves, labels = scenario.questions(), scenario.curves(), scenario.labels()
+    tables = []
+    for rep in range(reps):
+        t = verdicts_from_points(
+            simulate(scenario, warm_starts, seeds, rng, shift=shift), questions=questions,
+            curves=curves, kept_sets=labels, margin=margin,
+        )  # fmt: skip
+        tables.append(t.assign(rep=rep))
+    return pd.concat(tables, ignore_index=True)

@@ -75,7 +75,7 @@ def question_label(q: Mapping[str, Any]) -> str:
 
 class _Curve:
     """One curve's configurations on one model: losses and accuracies as (trajectories x
-    configurations) arrays in one trajectory order, design-mean log bits, kept sets."""
+    configurations) arrays in one trajectory order, design-mean bits per entry, kept sets."""
 
     def __init__(self, rows: pd.DataFrame, trajectories: pd.MultiIndex, kept_sets, what: str):
         rows = rows.assign(label=[variant_label(n, int(r), int(m)) for n, r, m in zip(
@@ -241,11 +241,9 @@ def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
     """:func:`verdicts_from_points` of the one-round study tables ``paths`` (their rounds
     averaged per trajectory; variants whose bits are an ideal channel's, not bytes sent, left
     out)."""
-    from gradcomp.lossy.tables import one_round_data
+    from gradcomp.lossy.tables import one_round_data, sent_bits_only
 
-    data = one_round_data(paths)
-    if "bits_source" in data.columns:  # an ideal channel's bits are no bitstream's
-        data = data[data["bits_source"] != "ideal"]
+    data = sent_bits_only(one_round_data(paths))
     per_seed = seed_means(data, ["bits_per_entry", "test_loss", "test_acc"])
     return verdicts_from_points(per_seed, **kwargs)
 
