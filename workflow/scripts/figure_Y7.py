@@ -14,5 +14,5 @@ figure_y7(
     curves=dict(sm.params.curves),
     title=f"Y7 {sm.wildcards.model}: compressors at the bits they spend, one round from the "
     "same updates (mean and 95% interval over warm starts, seeds nested; dashed: the baseline "
-    f"{sm.params.baseline})\n" + data_source_label(sm.input.summary),
+    f"{sm.params.baseline}, dotted: its operational curve)\n" + data_source_label(sm.input.summary),
 )

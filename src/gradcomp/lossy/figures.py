@@ -23,6 +23,7 @@ from gradcomp import plots
 from gradcomp.compression.specs import variant_label
 from gradcomp.lossy import facets
 from gradcomp.lossy.distortion_study import BOUND
+from gradcomp.lossy.matched_bits import lower_hull
 from gradcomp.lossy.paired import t_interval
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
@@ -34,8 +35,23 @@ def _finish(fig: plt.Figure, axes, title: str, png: str | Path) -> None:
     """One legend right of ``axes`` for what every panel shares (the references), the
     title, and the PNG + PDF files."""
     legend_outside(fig, axes, fontsize=7)
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(title, fontsize=9, y=1.0, va="bottom")  # above the panels' own titles
     plots.save_figure(fig, png)
+
+
+def _operational_curve(curves, names) -> list[tuple[float, tuple[float, float]]]:
+    """The lower convex hull over every configuration of the compressors ``names`` (mean
+    bits, mean loss increase: :func:`gradcomp.lossy.matched_bits.lower_hull`, the verdicts'
+    ``frontier``), as (bits, (loss increase, accuracy change)) by bits; [] without points."""
+    points = [(t[0], t[2][0], t[3][0]) for (n, _), stats in curves.items() if n in names
+              for t in stats]  # fmt: skip
+    if not points:
+        return []
+    bits, loss, acc = (np.array(v) for v in zip(*points, strict=True))
+    on = lower_hull(bits, loss)
+    order = np.argsort(bits[on], kind="stable")
+    return [(b, (lo, ac)) for b, lo, ac in zip(bits[on][order], loss[on][order], acc[on][order],
+                                              strict=True)]  # fmt: skip
 
 
 def _ordered(rows: pd.DataFrame, quantizers: dict[str, str]) -> pd.DataFrame:
@@ -299,9 +315,10 @@ def figure_y7(
     scale); mean and 95% interval over the design's units (warm starts, each the mean of its
     seeds; :mod:`gradcomp.lossy.nested`). A configuration that another of its own curve beats
     in mean bits and loss increase is drawn hollow, off its line. One panel per compressor
-    (its M as shades), with
-    the curve of ``baseline`` (every compressor that joins it through ``curves``, dashed)
-    and the references (grey points) in every panel."""
+    (its M as shades), with the curve of ``baseline`` (every compressor that joins it
+    through ``curves``, dashed), its operational curve (the lower convex hull of all its
+    configurations, dotted: what the verdicts' ``frontier`` compares with) and the
+    references (grey points) in every panel."""
     from gradcomp.lossy.paired import seed_means
 
     plots.set_theme()
@@ -325,6 +342,7 @@ def figure_y7(
             for rate, at in curve.groupby("rate")
         )
         curves[(name, int(M))] = stats
+    front = _operational_curve(curves, base_names)
     names = facets.compressors(data, quantizers)
     refs = [n for n in dict.fromkeys(_ordered(facets.references(data, quantizers),
                                               quantizers)["compressor"])]  # fmt: skip
@@ -367,6 +385,9 @@ def figure_y7(
                     style = styles[(n, curves[(n, M)][0][1], M)]
                     draw(ax, n, M, k, ls="--", color=style.color, marker="", lw=1.0,
                          alpha=0.7, label=f"{baseline} (baseline)")  # fmt: skip
+                if front:
+                    ax.plot(*zip(*[(b, v[k]) for b, v in front], strict=True), color="0.15",
+                            ls=":", lw=1.6, label=f"{baseline}'s operational curve")  # fmt: skip
             keys = []
             for n, M in [c for c in curves if c[0] == name]:
                 first = styles[(n, curves[(n, M)][0][1], M)]
