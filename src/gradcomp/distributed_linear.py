@@ -142,7 +142,7 @@ def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: i
             payload[name] = LowRank(p=torch.empty(shape[0], r), q=torch.empty(m.shape[1], r))
         else:
             raws[name] = t
-            payload[name] = LowRank(raw=torch.empty(0))
+            payload[name] = LowRank(raw=torch.empty(t.numel()))
     first = torch.cat(
         [p.reshape(-1) for _, _, p in mats.values()] + [t.reshape(-1) for t in raws.values()]
     )
