@@ -13,7 +13,7 @@ and its bytes are decoded one by one; in DDP the ranks agree on one.
 Kinds and what travels (float32, on the bucket's device):
 
 - :func:`exchange_allreduce`, ``quantizer: none`` without a sparsifier: the bucket itself,
-  divided by N and all-reduced, exactly DDP's default ``allreduce_hook`` (bit for bit);
+  multiplied by 1 / N and all-reduced, exactly DDP's built-in default (bit for bit);
 - :func:`exchange_random_k`, ``quantizer: none`` with ``sparsifier: randomk``: the K kept
   values (scaled by 1/p unless error feedback is on) at the positions of the shared seed,
   summed, divided by N and put back; the other entries are zero. With a value quantizer the
@@ -75,13 +75,15 @@ def linear_exchange_of(spec) -> str | None:
 
 
 def exchange_allreduce(state: Any, bucket: dist.GradBucket, update, named, rnd: int):
-    """``quantizer: none``: DDP's default, the bucket divided by N and all-reduced."""
+    """``quantizer: none``: DDP's default, the bucket times 1 / N, all-reduced."""
     buffer = bucket.buffer()
     payload, ctx = state.compressor.compress(update)
     n_bytes = len(encode_update(state.compressor, payload, ctx))
     wire = buffer.numel() * buffer.element_size()
     state.record(state.compressor.rate(payload, ctx), wire, bucket.is_last(), n_bytes, rnd=rnd)
-    buffer.div_(state.world_size)
+    # DDP's reducer multiplies by 1 / N as it copies into the bucket (not the same bits as a
+    # division when N is not a power of 2)
+    buffer.mul_(1.0 / state.world_size)
     work = dist.all_reduce(buffer, group=state.group, async_op=True)
     return work.get_future().then(lambda fut: fut.value()[0])
 
