@@ -22,7 +22,9 @@ gloo threads; minus the floor's, what the exchange costs in CPU).
 Phase "accuracy", without a limit (training does not depend on the rate): every
 configuration trained ``--acc-steps`` steps from the same initialisation and batches, then
 rank 0's test accuracy on ``--test-subset`` images (its binomial standard error is the noise
-stated; the floor's ranks train apart, its accuracy is rank 0's alone).
+stated; the floor's ranks train apart, its accuracy is rank 0's alone). Every configuration
+sees the same batches and dropout draws; ``default_other_draws`` repeats DDP's default with
+other ones, one draw of the training noise to set the differences against.
 
     python bench/bench_ddp_wire.py --data ../shared/data/cifar10-jpeg --out /tmp/ddp_wire.json
 
@@ -133,12 +135,12 @@ def setup(name: str, config, model_name: str):
 class Batches:
     """Rank ``rank``'s minibatch of step ``step``: the same for every configuration."""
 
-    def __init__(self, data, rank: int, batch: int):
+    def __init__(self, data, rank: int, batch: int, stream: int = 0):
         self.images, self.labels = data.train_images, data.train_labels
-        self.rank, self.batch = rank, batch
+        self.rank, self.batch, self.stream = rank, batch, stream
 
     def __call__(self, step: int):
-        g = torch.Generator().manual_seed(1_000_003 * step + self.rank)
+        g = torch.Generator().manual_seed(1_000_003 * step + self.rank + 7919 * self.stream)
         idx = torch.randint(0, len(self.labels), (self.batch,), generator=g)
         return to_float_batch(self.images[idx], torch.device("cpu")), self.labels[idx]
 
@@ -163,7 +165,7 @@ def worker(rank: int, args: argparse.Namespace, store: str, out: str) -> None:
         if args.phase == "time":
             results[model_name] = time_configs(runs, batches, args)
         else:
-            results[model_name] = accuracy_of(runs, batches, data, args)
+            results[model_name] = accuracy_of(runs, batches, data, args, model_name)
         del runs
     if rank == 0:
         Path(out).write_text(json.dumps(results))
@@ -202,12 +204,19 @@ def time_configs(runs, batches, args) -> dict:
     return out
 
 
-def accuracy_of(runs, batches, data, args) -> dict:
+def accuracy_of(runs, batches, data, args, model_name: str) -> dict:
+    """Test accuracy per configuration after ``--acc-steps`` steps with the same batches and
+    dropout draws; ``default_other_draws``: DDP's default with other batches and dropout
+    draws (its distance from ``default`` is one draw of the training noise)."""
     out = {}
     n_test = len(data.test_labels)
+    runs = {**runs, "default_other_draws": setup("default", "default", model_name)}
     for name, (ddp, _, opt) in runs.items():
+        other = name == "default_other_draws"
+        draw = Batches(data, batches.rank, batches.batch, stream=1) if other else batches
+        torch.manual_seed(10_000 + batches.rank + 7919 * other)  # dropout: alike across configs
         for step in range(args.acc_steps):
-            train_step(ddp, opt, *batches(step))
+            train_step(ddp, opt, *draw(step))
         dist.barrier()
         _, acc = evaluate(
             ddp.module, data.test_images, data.test_labels, device=torch.device("cpu")
@@ -289,9 +298,12 @@ def report(results: dict) -> str:
             rows = per_model[model]
             base, floor = rows["default"]["ms"], rows["floor"]["ms"]
             link = "unlimited" if rate == "None" else f"{float(rate):g} Mbit/s"
-            lines += [f"\n{model}, {link}\n",
-                      "| config | ms/step (min-max) | x default | x floor | bytes/rank-step "
-                      "| CPU ms/step (- floor) | test acc. |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+            lines += [
+                f"\n{model}, {link}\n",
+                "| config | ms/step (min-max) | x default | x floor | bytes/rank-step "
+                "| CPU ms/step (- floor) | test acc. |",
+                "|---|---|---|---|---|---|---|",
+            ]
             floor_cpu = rows["floor"]["cpu_ms"]
             for name, r in rows.items():
                 a = acc.get(name)
@@ -301,6 +313,10 @@ def report(results: dict) -> str:
                     f"| {r['ms'] / base:.2f} | {r['ms'] / floor:.2f} | {r['wire_bytes']:,.0f} "
                     f"| {r['cpu_ms']:.0f} ({r['cpu_ms'] - floor_cpu:+.0f}) | {a} |"
                 )
+        if "default_other_draws" in acc:
+            a, b = acc["default"]["accuracy"], acc["default_other_draws"]["accuracy"]
+            lines.append(f"\n{model}: default with other batches and dropout draws: {b:.3f} "
+                         f"(default {a:.3f}, difference {b - a:+.3f})")  # fmt: skip
     return "\n".join(lines)
 
 
