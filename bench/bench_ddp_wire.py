@@ -9,7 +9,8 @@ compressor can beat).
 
 Phase "time", once per link rate (``--rates``, Mbit/s): the ranks run inside a network
 namespace of their own whose loopback carries a tbf limit (:mod:`gradcomp.netns`; both ranks'
-traffic shares the one filter, as on a shared medium; no added delay, queue capped at 50 ms).
+traffic shares the one filter, as on a shared medium; 1500-byte frames, a burst of 4 ms at the
+rate, no added delay, queue capped at 50 ms).
 Per model, ``--rounds`` rounds of every configuration, ``--steps`` timed steps each after
 ``--warmup`` untimed ones (configurations interleaved, so that the shared machine's load hits
 them alike). Per configuration: the median and the spread (min-max) of ms per step on rank 0

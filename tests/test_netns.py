@@ -38,13 +38,15 @@ print(json.dumps({"bytes": total, "seconds": end - start,
 
 
 def test_command_sets_up_the_filter() -> None:
-    """The argv: a new network namespace, lo up, tbf at the rate, then the command."""
+    """The argv: a new network namespace, lo up with 1500-byte frames, tbf at the rate, then
+    the command."""
     argv = limited_command(["python", "x y.py"], rate_mbit=10, latency_ms=50)
     assert argv[:3] == ["unshare", "--net", "--"]
-    assert "ip link set lo up" in argv[5]
+    assert "ip link set lo mtu 1500 up" in argv[5]
     assert f"tbf rate 10mbit burst {default_burst(10)} latency 50ms" in argv[5]
     assert argv[-2:] == ["python", "x y.py"]  # passed as arguments, not through the shell
-    assert default_burst(1000) == 1_250_000 and default_burst(10) == 131_072
+    assert default_burst(1000) == 500_000 and default_burst(10) == 5_000  # 4 ms
+    assert default_burst(1) == 3028  # two frames
     with pytest.raises(ValueError, match="rate_mbit"):
         limited_command(["true"], rate_mbit=0)
 
