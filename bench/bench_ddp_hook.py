@@ -9,7 +9,8 @@ interleaved (``--rounds`` rounds of ``--steps`` steps each) so that a shared mac
 changing load hits them alike. Printed: the median ms per step, its ratio to the default
 all-reduce of the same run, the hook's own time per step (compress, count, decode), the bits
 each rank would send per step (the study's accounting, coded; the mean over the timed steps)
-and the bytes the hook actually all-reduced per step.
+and the bytes the hook handed to the collectives per step (``StepBits.wire_bytes``). On an
+unlimited loopback; bench/bench_ddp_wire.py measures on rate-limited links.
 
     python bench/bench_ddp_hook.py --model cnn --batch 32 --rounds 4 --steps 5
 """
@@ -49,8 +50,8 @@ CONFIGS = {
 
 
 def timed_hook(timer: list[float]):
-    """gradcomp's hook, with the time of its synchronous part (compress, count, decode,
-    launch the all-reduce) added to ``timer[0]`` (seconds)."""
+    """gradcomp's hook, with the time of its synchronous part (compress, count, the sizes'
+    exchange, launching the collectives) added to ``timer[0]`` (seconds)."""
 
     def hook(state, bucket):
         start = time.perf_counter()

@@ -10,15 +10,19 @@
 #     train_lossless rule;
 #  3. one federated round of paper Y's cnn (2 users, 3 local epochs: paper.yaml's);
 #  4. the cost table of those jobs (rule, model, images, seconds, MB from their benchmark
-#     files): DIR/results/tables/costs.{tsv,md}.
+#     files): DIR/results/tables/costs.{tsv,md};
+#  5. the DDP hook on a one-rank NCCL group, one GPU, each of its exchanges
+#     (scripts/ddp_hook_check.py; written without a GPU, untested on one: docs/distributed.md).
 #
 # CIFAR10_PATH: a torchvision cifar-10-batches-py folder or an image-folder tree
 # (train/<class>/*, test/<class>/*), as config key cifar10. The jobs run under
 # config/paper.yaml with a small overlay written to DIR/gpu-check.yaml (1 run of 1 epoch,
 # 1 seed of 1 round, device cuda); DIR defaults to ./gpu-check.
-#   --dry-run  only plan the jobs (snakemake -n): no GPU, no data read.
-#   --tiny     the same jobs on CPU on 100 / 20 images of CIFAR10_PATH (checks this
-#              script end to end without a GPU; tests/test_costs.py runs it).
+#   --dry-run  only plan the jobs (snakemake -n) and print step 5's command: no GPU, no
+#              data read.
+#   --tiny     the same jobs on CPU on 100 / 20 images of CIFAR10_PATH, step 5 with gloo on
+#              the CPU (checks this script end to end without a GPU; tests/test_costs.py
+#              runs it).
 # PYTHON (default: the repository's .venv/bin/python, else python3) runs pytest and
 # snakemake.
 set -euo pipefail
@@ -29,7 +33,7 @@ if [ -z "$PYTHON" ]; then
     if [ -x "$REPO/.venv/bin/python" ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python3; fi
 fi
 
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 log() { echo "gpu_check: $*" >&2; }
 
 DATA="" MODE=gpu WORK="$PWD/gpu-check"
@@ -76,8 +80,13 @@ SNAKE=("$PYTHON" -m snakemake -s "$REPO/Snakefile" --directory "$WORK" "${TARGET
        --configfile "$REPO/config/paper.yaml" "$WORK/gpu-check.yaml" --cores "$THREADS")
 export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
 
+HOOK_DEVICE=cuda
+[ "$MODE" = tiny ] && HOOK_DEVICE=cpu
+HOOK=("$PYTHON" "$REPO/scripts/ddp_hook_check.py" --device "$HOOK_DEVICE")
+
 if [ "$MODE" = dry ]; then
     "${SNAKE[@]}" -n
+    log "5/5 would run: OMP_NUM_THREADS=1 ${HOOK[*]}"
     exit 0
 fi
 
@@ -85,15 +94,15 @@ start=$SECONDS
 if [ "$MODE" = gpu ]; then
     "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' || {
         log "torch sees no CUDA device (use --tiny for the CPU check)"; exit 1; }
-    log "1/4 CUDA tests"
+    log "1/5 CUDA tests"
     (cd "$REPO" && "$PYTHON" -m pytest -q -x -k cuda tests/test_compressors.py tests/test_field_compressors.py \
         tests/test_stream_counts.py)
 else
-    log "1/4 CUDA tests: skipped (--tiny)"
+    log "1/5 CUDA tests: skipped (--tiny)"
 fi
-log "2-3/4 one epoch of ${MODELS[*]}, one federated round of the cnn ($((SECONDS - start)) s so far)"
+log "2-3/5 one epoch of ${MODELS[*]}, one federated round of the cnn ($((SECONDS - start)) s so far)"
 "${SNAKE[@]}"
-log "4/4 cost table ($((SECONDS - start)) s so far)"
+log "4/5 cost table ($((SECONDS - start)) s so far)"
 "$PYTHON" - "$WORK" "${MODELS[@]}" cnn <<'EOF'
 import json
 import sys
@@ -111,4 +120,6 @@ table = table_costs(
 )
 print(table.to_string(index=False))
 EOF
+log "5/5 the DDP hook on a one-rank $([ "$HOOK_DEVICE" = cuda ] && echo NCCL || echo gloo) group ($((SECONDS - start)) s so far)"
+OMP_NUM_THREADS=1 "${HOOK[@]}"
 log "done in $((SECONDS - start)) s: $WORK/results/tables/costs.md"

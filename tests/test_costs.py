@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -97,6 +98,7 @@ def test_gpu_check_dry_run_plans_the_five_jobs(tmp_path: Path) -> None:
     stats = out[out.index("Job stats:") :]
     for rule, n in (("prepare_cifar10", 1), ("train_lossless", 3), ("federated", 1)):
         assert any(line.split() == [rule, str(n)] for line in stats.splitlines()), stats
+    assert "5/5 would run: OMP_NUM_THREADS=1" in out and "ddp_hook_check.py --device cuda" in out
     assert not gpu_check(cwd=tmp_path).returncode == 0  # no data path: usage, failure
 
 
@@ -118,3 +120,7 @@ def test_gpu_check_tiny_mode_writes_the_cost_table(tmp_path: Path) -> None:
     }  # fmt: skip
     assert (costs["seconds_total"] > 0).all() and (costs["MB_max"] > 0).all()
     assert (costs["images"] == 100).all()
+    out = proc.stdout + proc.stderr  # step 5: the DDP hook's exchanges on a gloo group
+    for exchange in ("allreduce", "bytes", "randomk", "powersgd", "sketch"):
+        assert re.search(rf"ddp_hook_check gloo {exchange} .* ok, [\d,]+ wire bytes", out), out
+    assert "FAILED" not in out

@@ -16,7 +16,8 @@ a study run seeded ``seed`` (seed ``1000 seed + r``). That object lives in the h
 the whole training, so its error-feedback memory, PowerSGD's warm-started Q and its random
 streams (stochastic rounding, random-K, channel noise) carry over from step to step as they do
 from round to round in the study; a run is reproducible given ``seed``, the world size and the
-bucket layout, and each rank's streams differ.
+bucket layout, and each rank's streams differ (except for the linear exchanges below, where
+every rank has user 0's object: the group's agreed seed).
 
 What one bucket does (the hook is called once per DDP gradient bucket, every step):
 
@@ -27,29 +28,42 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    apply exactly as in the study. Whole-update steps (global top-K, random-K's seed, count
    sketch's ``scope="update"``) span one bucket; a model whose gradients fit in one bucket
    (DDP's ``bucket_cap_mb`` at least the model's size in MB) is compressed as one update,
-   exactly as the study compresses a user's update.
-2. ``compress`` -> (payload, ctx); ``rate(payload, ctx)`` counts the bits this rank would send
-   (:class:`~gradcomp.compression.rates.RateBreakdown`, the study's accounting); this rank's
-   own ``decompress`` gives the decoded gradients, written back into the bucket.
-3. The decoded bucket is divided by the world size and all-reduced (summed) asynchronously,
-   as ``allreduce_hook`` does with the raw gradients; the returned future's value is the
-   averaged bucket (shape and dtype of ``bucket.buffer()``): the mean over ranks of each
-   rank's decoded gradients. That all-reduce is the hook's only collective, launched from the
-   hook call (never from a future's callback), so every rank issues the same collectives in
-   the same order.
+   exactly as the study compresses a user's update. The bucket's update index ``rnd`` is the
+   number of buckets this state compressed before it (the same on every rank, since every
+   rank runs the same buckets in the same order).
+2. The exchange (``state.exchange``, chosen from the spec; ``exchange="auto"``):
 
-What is exchanged, and why: the *decoded* float tensors, not the encoded bytes. Decoding is
-done by the sender's own compressor object, which decodes every kind, a user class's
-arbitrary payload included; the built-in kinds also have a byte format that a receiver
-decodes alone (:mod:`gradcomp.compression.wire`), whose length each step records
-(``StepBits.payload_bytes``), but exchanging those bytes is not done here yet. The
-all-reduce of decoded tensors is also exact (with ``quantizer: none`` and no sparsifier the
-hook trains bit for bit like DDP's default all-reduce) and is what an all-gather of every
-rank's decoded tensors followed by the mean computes, at 2 (N - 1) / N rather than N - 1
-times the bucket's bytes per rank. So the hook reproduces the *effect* of each compressor on
-training and counts the bits it would send, but the wire carries float32: it saves no
-bandwidth (``StepBits.wire_bytes`` says what was sent). docs/distributed.md has the measured
-costs and what a bandwidth-saving exchange would need.
+   - ``"bytes"`` (:mod:`gradcomp.distributed_wire`), every kind with a byte format whose
+     compressed form cannot be summed: each rank's bytes
+     (:func:`gradcomp.compression.wire.encode_update`) are all-gathered, sizes first, then
+     padded to the longest; every rank decodes every rank's bytes with the receiver of that
+     rank (:func:`gradcomp.compression.wire.make_receiver`, user = the sender's rank) and
+     averages the decodes in rank order, so every rank holds the same gradients;
+   - ``"allreduce"``, ``"randomk"``, ``"powersgd"``, ``"sketch"``
+     (:mod:`gradcomp.distributed_linear`): linear compressed forms, all-reduced: the float32
+     bucket for ``quantizer: none`` (DDP's default, bit for bit), random-K's kept values,
+     PowerSGD's P and Q (PyTorch's ``powerSGD_hook``), count sketch tables. All ranks then
+     draw alike: their compressor is the study's user 0's (the group's agreed seed);
+   - ``"decoded"``, a user's class without a byte format (``to_bytes`` / ``from_bytes``): its
+     own ``decompress``, divided by the world size and all-reduced as float32 (logged once as
+     a warning: it saves no bandwidth). ``exchange="decoded"`` forces it for any spec (the
+     effect of a compressor on training, without its bytes on the wire).
+
+   ``exchange="bytes"`` forces the byte exchange for a linear kind too (each rank then has
+   its own seed, as a study's users do).
+3. Every exchange returns a future of the averaged bucket (shape and dtype of
+   ``bucket.buffer()``). Its collectives are launched from the hook call, never from a
+   future's callback (callbacks only decode and write the buffer), so every rank issues the
+   same collectives in the same order; sizes, bytes and the float vectors are tensors on the
+   bucket's device (uint8 for sizes and bytes), ready for NCCL. A compress or encode that
+   raises on one rank is told to the others through the sizes (the byte exchange), and each
+   rank raises; bytes that do not decode raise :class:`~gradcomp.compression.wire.
+   WireFormatError` on every rank (all decode the same bytes). Set the process group's
+   ``timeout``: a rank that dies outright leaves the others waiting for it that long.
+
+``StepBits.wire_bytes`` is what this rank handed to the collectives per step (sizes, padded
+payloads, or the all-reduced floats); ``StepBits.payload_bytes`` the length of its payloads
+in the byte format. docs/distributed.md has the costs measured on rate-limited links.
 
 Bits are recorded per rank and step in ``state.history`` (:class:`StepBits`) and logged to the
 ``gradcomp.distributed`` logger every ``log_every`` steps.
@@ -68,11 +82,22 @@ from torch import nn
 from gradcomp.compression.rates import RateBreakdown
 from gradcomp.compression.specs import check_spec
 from gradcomp.compression.wire import encode_update, has_byte_format
+from gradcomp.distributed_linear import LINEAR_EXCHANGES, linear_exchange_of
+from gradcomp.distributed_wire import exchange_bytes
 from gradcomp.lossy.uplink import compressor_factory
 
-__all__ = ["CompressionHookState", "StepBits", "compression_hook", "register_compression_hook"]
+__all__ = [
+    "EXCHANGES",
+    "CompressionHookState",
+    "StepBits",
+    "compression_hook",
+    "register_compression_hook",
+]
 
 logger = logging.getLogger(__name__)
+
+#: Values of ``exchange``: chosen from the spec, or forced.
+EXCHANGES = ("auto", "bytes", "decoded")
 
 
 @dataclass
@@ -82,9 +107,13 @@ class StepBits:
     ``rate``: the bits the compressor would send, by part (study accounting; ``rate.total_coded``
     with the entropy code, ``rate.total_fixed`` at fixed width); ``payload_bytes``: the
     length of the compressed buckets in the uplink's byte format
-    (:func:`gradcomp.compression.wire.encode_update`; None for a compressor without one),
-    what an exchange of the payloads would send; ``wire_bytes``: bytes this rank actually
-    handed to the all-reduce (the decoded float buckets); ``buckets``: buckets compressed.
+    (:func:`gradcomp.compression.wire.encode_update`; None for a compressor without one);
+    ``wire_bytes``: bytes this rank handed to the collectives (sizes and padded payloads, the
+    all-reduced float32 vectors, or the float buckets); ``buckets``: buckets compressed;
+    ``rnds``: their update indices; ``sent``: with ``keep_bytes``, per bucket the list of what
+    this rank handed to its payload collectives, as bytes (its encoded payload; for a linear
+    exchange its float32 vectors before the sum, PowerSGD's P part then its Q part), else
+    empty.
     """
 
     step: int
@@ -92,6 +121,8 @@ class StepBits:
     wire_bytes: int = 0
     buckets: int = 0
     payload_bytes: int | None = 0
+    rnds: list[int] = field(default_factory=list)
+    sent: list[list[bytes]] = field(default_factory=list)
 
 
 class CompressionHookState:
@@ -101,8 +132,11 @@ class CompressionHookState:
         names the key at fault).
     model : the module wrapped by DDP (or the DDP module itself); its parameter names name the
         update tensors.
-    seed : run seed; rank ``r`` uses the study's user-``r`` compressor of a run seeded ``seed``.
+    seed : run seed; rank ``r`` uses the study's user-``r`` compressor of a run seeded
+        ``seed`` (user 0's on every rank for the linear exchanges, module doc).
     process_group : the group DDP reduces over (None: the default group).
+    exchange : ``"auto"`` (from the spec, module doc), ``"bytes"`` or ``"decoded"``.
+    keep_bytes : keep what each bucket handed to the collectives (``StepBits.sent``), for tests.
     log_every : log the bits every this many steps (0: never).
     """
 
@@ -113,6 +147,8 @@ class CompressionHookState:
         model: nn.Module,
         seed: int = 0,
         process_group: dist.ProcessGroup | None = None,
+        exchange: str = "auto",
+        keep_bytes: bool = False,
         log_every: int = 1,
     ):
         if not isinstance(spec, Mapping):
@@ -123,22 +159,47 @@ class CompressionHookState:
             raise ValueError(f"log_every must be an integer >= 0, got {log_every!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an integer, got {seed!r}")
+        if exchange not in EXCHANGES:
+            raise ValueError(f"exchange must be one of {EXCHANGES}, got {exchange!r}")
         checked = check_spec(spec)  # SpecError naming the key at fault, before any group work
         if not dist.is_initialized():
             raise RuntimeError("CompressionHookState needs torch.distributed initialised first")
         self.process_group = process_group
-        group = process_group if process_group is not None else dist.group.WORLD
-        self.rank = dist.get_rank(group)
-        self.world_size = dist.get_world_size(group)
+        self.group = process_group if process_group is not None else dist.group.WORLD
+        self.rank = dist.get_rank(self.group)
+        self.world_size = dist.get_world_size(self.group)
         self.spec = dict(spec)
+        self.checked = checked
         self.seed = int(seed)
-        self.compressor = compressor_factory(checked, self.seed)(self.rank)
+        linear = linear_exchange_of(checked) if exchange == "auto" else None
+        self.compressor = compressor_factory(checked, self.seed)(0 if linear else self.rank)
+        if linear is not None:
+            self.exchange = linear
+        elif exchange == "decoded":
+            self.exchange = "decoded"
+        elif has_byte_format(self.compressor):
+            self.exchange = "bytes"
+        elif exchange == "bytes":
+            raise ValueError(
+                f"exchange 'bytes' needs a byte format; {type(self.compressor).__name__} has "
+                "none (to_bytes, and from_bytes on its class)"
+            )
+        else:
+            self.exchange = "decoded"
+            logger.warning(
+                "%s has no byte format (to_bytes / from_bytes): the DDP hook all-reduces its "
+                "decoded float32 gradients, which saves no bandwidth",
+                type(self.compressor).__name__,
+            )
         inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
         named = [(n, p) for n, p in inner.named_parameters() if p.requires_grad]
         self.names = {id(p): n for n, p in named}
         self.order = {n: i for i, (n, _) in enumerate(named)}
+        self.keep_bytes = bool(keep_bytes)
         self.log_every = log_every
         self.step = 0
+        self.calls = 0  # buckets compressed so far: the next bucket's update index
+        self.cache: dict[str, Any] = {}
         self.history: list[StepBits] = []
         self._current = StepBits(0)
 
@@ -152,7 +213,13 @@ class CompressionHookState:
             ) from None
 
     def record(
-        self, rate: RateBreakdown, wire_bytes: int, last: bool, payload_bytes: int | None = None
+        self,
+        rate: RateBreakdown,
+        wire_bytes: int,
+        last: bool,
+        payload_bytes: int | None = None,
+        sent: list[bytes] | None = None,
+        rnd: int | None = None,
     ) -> None:
         """Add one bucket's bits; close the step after the last bucket."""
         cur = self._current
@@ -161,6 +228,10 @@ class CompressionHookState:
         if cur.payload_bytes is not None:
             cur.payload_bytes = None if payload_bytes is None else cur.payload_bytes + payload_bytes
         cur.buckets += 1
+        if rnd is not None:
+            cur.rnds.append(rnd)
+        if self.keep_bytes:
+            cur.sent.append(list(sent or []))
         if not last:
             return
         self.history.append(cur)
@@ -185,39 +256,46 @@ def _check_decoded(update: Mapping[str, torch.Tensor], decoded: Mapping[str, tor
             )
 
 
-def compression_hook(
-    state: CompressionHookState, bucket: dist.GradBucket
-) -> torch.futures.Future[torch.Tensor]:
-    """DDP communication hook: compress this rank's bucket, decode it, average the decoded
-    buckets over the ranks (see the module doc). Returns a future of the averaged
-    ``bucket.buffer()`` (1-D, the bucket's dtype)."""
-    group = state.process_group if state.process_group is not None else dist.group.WORLD
+def _exchange_decoded(state: CompressionHookState, bucket, update, named, rnd: int):
+    """The rank's own decode, divided by the world size and all-reduced (float32)."""
     buffer = bucket.buffer()
-    grads = bucket.gradients()
-    params = bucket.parameters()
-    named = sorted(
-        ((state.name_of(p), g) for p, g in zip(params, grads, strict=True)),
-        key=lambda item: state.order[item[0]],
-    )
-    update = {n: g.detach().clone(memory_format=torch.contiguous_format) for n, g in named}
     compressor = state.compressor
     payload, ctx = compressor.compress(update)
     rate = compressor.rate(payload, ctx)
     n_bytes = len(encode_update(compressor, payload, ctx)) if has_byte_format(compressor) else None
     decoded = compressor.decompress(payload, ctx)
     _check_decoded(update, decoded)
+    for name, g in named:
+        g.copy_(decoded[name].detach().to(g.device, g.dtype))  # written into the bucket buffer
+    state.record(rate, buffer.numel() * buffer.element_size(), bucket.is_last(), n_bytes, rnd=rnd)
+    buffer.div_(state.world_size)
+    work = dist.all_reduce(buffer, group=state.group, async_op=True)
+    return work.get_future().then(lambda fut: fut.value()[0])
+
+
+_EXCHANGES = {**LINEAR_EXCHANGES, "bytes": exchange_bytes, "decoded": _exchange_decoded}
+
+
+def compression_hook(
+    state: CompressionHookState, bucket: dist.GradBucket
+) -> torch.futures.Future[torch.Tensor]:
+    """DDP communication hook: compress this rank's bucket and exchange it
+    (``state.exchange``, see the module doc). Returns a future of the averaged
+    ``bucket.buffer()`` (1-D, the bucket's dtype), the same on every rank."""
+    buffer = bucket.buffer()
+    params = bucket.parameters()
+    named = sorted(
+        ((state.name_of(p), g) for p, g in zip(params, bucket.gradients(), strict=True)),
+        key=lambda item: state.order[item[0]],
+    )
     storage = buffer.untyped_storage().data_ptr()
     for name, g in named:
         if g.untyped_storage().data_ptr() != storage:
             raise RuntimeError(f"DDP's gradient of {name!r} is not a view into its bucket buffer")
-        g.copy_(decoded[name].detach().to(g.dtype))  # written into the bucket buffer
-    state.record(rate, buffer.numel() * buffer.element_size(), bucket.is_last(), n_bytes)
-    buffer.div_(state.world_size)
-    return (
-        dist.all_reduce(buffer, group=group, async_op=True)
-        .get_future()
-        .then(lambda fut: fut.value()[0])
-    )
+    update = {n: g.detach().clone(memory_format=torch.contiguous_format) for n, g in named}
+    rnd = state.calls
+    state.calls += 1
+    return _EXCHANGES[state.exchange](state, bucket, update, named, rnd)
 
 
 def register_compression_hook(
@@ -226,13 +304,16 @@ def register_compression_hook(
     *,
     seed: int = 0,
     process_group: dist.ProcessGroup | None = None,
+    exchange: str = "auto",
+    keep_bytes: bool = False,
     log_every: int = 1,
 ) -> CompressionHookState:
     """Build the state for ``ddp_model`` and register :func:`compression_hook`; the state."""
     if not isinstance(ddp_model, nn.parallel.DistributedDataParallel):
         raise TypeError(f"ddp_model must be a DistributedDataParallel, got {type(ddp_model)}")
     state = CompressionHookState(
-        spec, model=ddp_model.module, seed=seed, process_group=process_group, log_every=log_every
-    )
+        spec, model=ddp_model.module, seed=seed, process_group=process_group,
+        exchange=exchange, keep_bytes=keep_bytes, log_every=log_every,
+    )  # fmt: skip
     ddp_model.register_comm_hook(state, compression_hook)
     return state

@@ -1,0 +1,328 @@
+"""DDP training on a rate-limited link: DDP's default, PyTorch's hooks, gradcomp's hook.
+
+Two gloo CPU ranks (one torch thread each) train paper Y's CNN and ResNet20 on the CIFAR-10
+stand-in (a stratified subset, each rank its own minibatches, Adam) with every configuration
+of :data:`CONFIGS`: DDP's default all-reduce, PyTorch's ``fp16_compress_hook`` and
+``powerSGD_hook`` (rank 4, all gradients in one bucket), gradcomp's hook with ten specs, and
+the compute-only floor (a hook that returns the rank's own bucket: no exchange, the limit no
+compressor can beat).
+
+Phase "time", once per link rate (``--rates``, Mbit/s): the ranks run inside a network
+namespace of their own whose loopback carries a tbf limit (:mod:`gradcomp.netns`; both ranks'
+traffic shares the one filter, as on a shared medium; 1500-byte frames, a burst of 4 ms at the
+rate, no added delay, queue capped at 50 ms).
+Per model, ``--rounds`` rounds of every configuration, ``--steps`` timed steps each after
+``--warmup`` untimed ones (configurations interleaved, so that the shared machine's load hits
+them alike). Per configuration: the median and the spread (min-max) of ms per step on rank 0
+(barrier, forward, backward with the exchange, Adam step), the bytes rank 0 handed to the
+collectives per step (gradcomp's ``StepBits.wire_bytes``; for DDP's default and PyTorch's
+hooks the float32 / float16 bucket or PowerSGD's P and Q, counted from the shapes), and rank
+0's CPU ms per step (``time.process_time``: all its threads, so compute, compression and the
+gloo threads; minus the floor's, what the exchange costs in CPU).
+
+Phase "accuracy", without a limit (training does not depend on the rate): every
+configuration trained ``--acc-steps`` steps from the same initialisation and batches, then
+rank 0's test accuracy on ``--test-subset`` images (its binomial standard error is the noise
+stated; the floor's ranks train apart, its accuracy is rank 0's alone). Every configuration
+sees the same batches and dropout draws; ``default_other_draws`` repeats DDP's default with
+other ones, one draw of the training noise to set the differences against.
+
+    python bench/bench_ddp_wire.py --data ../shared/data/cifar10-jpeg --out /tmp/ddp_wire.json
+
+Without root, ``unshare`` or ``tc`` it says so and times one unlimited run. With the
+defaults it took 13-14 minutes on the 2-core development machine (load 3-6): the accuracy
+phase 4-7, the timing at 10 Mbit/s 6-7 (DDP's default alone takes 3.9 s a step there), at
+100 and 1000 Mbit/s 1-2 each; ``--phases time`` or fewer ``--models`` / ``--rates`` for less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+from torch.nn.parallel import DistributedDataParallel
+
+from gradcomp.data import load_cifar10, prepare_cifar10
+from gradcomp.distributed import CompressionHookState, compression_hook
+from gradcomp.models import build_model
+from gradcomp.netns import limited_command, link_limit_available
+from gradcomp.training import evaluate, to_float_batch
+
+WORLD = 2
+TORCH_PSGD_RANK = 4
+#: name -> gradcomp spec, or one of "default", "torch_fp16", "torch_powersgd", "floor"
+CONFIGS = {
+    "floor": "floor",
+    "default": "default",
+    "torch_fp16": "torch_fp16",
+    "torch_powersgd_r4": "torch_powersgd",
+    "none": {"quantizer": "none"},
+    "float16": {"quantizer": "float16"},
+    "uniform_R2_top10": {"quantizer": "uniform", "rate": 2, "topk": 0.1},
+    "lloyd_gennorm_R2_M2_top10": {
+        "quantizer": "lloyd",
+        "family": "gennorm",
+        "rate": 2,
+        "M": 2,
+        "topk": 0.1,
+    },  # fmt: skip
+    "signsgd_ef": {"quantizer": "scaled_sign", "error_feedback": True},
+    "qsgd_R4": {"quantizer": "qsgd", "rate": 4},
+    "powersgd_r4_ef": {"compressor": "powersgd", "rate": 4, "error_feedback": True},
+    # the smallest sketch the config check accepts (smaller ones are worse than sending nothing)
+    "count_sketch_R100": {"compressor": "count_sketch", "rate": 100},
+}
+
+
+def floor_hook(state, bucket):
+    """No exchange: the rank's own gradients, as a completed future."""
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
+def torch_wire_bytes(name: str, model: torch.nn.Module) -> int | None:
+    """Bytes one rank hands to the collectives per step with DDP's default or a torch hook."""
+    entries = sum(p.numel() for p in model.parameters())
+    if name == "default":
+        return 4 * entries
+    if name == "torch_fp16":
+        return 2 * entries
+    if name == "torch_powersgd_r4":
+        total = 0
+        for p in model.parameters():
+            if p.ndim < 2:
+                total += p.numel()
+                continue
+            n, m = p.shape[0], p.numel() // p.shape[0]
+            r = min(TORCH_PSGD_RANK, n, m)
+            total += (n + m) * r if (n + m) * r * 2 < n * m else n * m  # min_compression_rate 2
+        return 4 * total
+    return None
+
+
+def setup(name: str, config, model_name: str):
+    """(ddp, gradcomp state or None, optimizer) of one configuration."""
+    model = build_model(model_name, seed=0)
+    one_bucket = {"bucket_cap_mb": 64} if config == "torch_powersgd" else {}
+    ddp = DistributedDataParallel(model, **one_bucket)
+    state = None
+    if config == "floor":
+        ddp.register_comm_hook(None, floor_hook)
+    elif config == "torch_fp16":
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif config == "torch_powersgd":
+        ps = powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=TORCH_PSGD_RANK, start_powerSGD_iter=2
+        )
+        ddp.register_comm_hook(ps, powerSGD_hook.powerSGD_hook)
+    elif config != "default":
+        state = CompressionHookState(config, model=model, seed=0, log_every=0)
+        ddp.register_comm_hook(state, compression_hook)
+    return ddp, state, torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+class Batches:
+    """Rank ``rank``'s minibatch of step ``step``: the same for every configuration."""
+
+    def __init__(self, data, rank: int, batch: int, stream: int = 0):
+        self.images, self.labels = data.train_images, data.train_labels
+        self.rank, self.batch, self.stream = rank, batch, stream
+
+    def __call__(self, step: int):
+        g = torch.Generator().manual_seed(1_000_003 * step + self.rank + 7919 * self.stream)
+        idx = torch.randint(0, len(self.labels), (self.batch,), generator=g)
+        return to_float_batch(self.images[idx], torch.device("cpu")), self.labels[idx]
+
+
+def train_step(ddp, opt, x, y) -> None:
+    opt.zero_grad(set_to_none=True)
+    F.cross_entropy(ddp(x), y).backward()
+    opt.step()
+
+
+def worker(rank: int, args: argparse.Namespace, store: str, out: str) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD,
+        timeout=timedelta(seconds=600),
+    )  # fmt: skip
+    data = load_cifar10(Path(args.cache))
+    batches = Batches(data, rank, args.batch)
+    results = {}
+    for model_name in args.models:
+        runs = {name: setup(name, c, model_name) for name, c in CONFIGS.items()}
+        if args.phase == "time":
+            results[model_name] = time_configs(runs, batches, args)
+        else:
+            results[model_name] = accuracy_of(runs, batches, data, args, model_name)
+        del runs
+    if rank == 0:
+        Path(out).write_text(json.dumps(results))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def time_configs(runs, batches, args) -> dict:
+    ms = {n: [] for n in runs}
+    cpu = {n: [] for n in runs}
+    step = 0
+    for _ in range(args.rounds):
+        for name, (ddp, _, opt) in runs.items():
+            for i in range(args.warmup + args.steps):
+                x, y = batches(step)
+                step += 1
+                dist.barrier()
+                wall, proc = time.perf_counter(), time.process_time()
+                train_step(ddp, opt, x, y)
+                if i >= args.warmup:
+                    ms[name].append(1000 * (time.perf_counter() - wall))
+                    cpu[name].append(1000 * (time.process_time() - proc))
+    out = {}
+    for name, (ddp, state, _) in runs.items():
+        wire = torch_wire_bytes(name, ddp.module)
+        if state is not None:
+            wire = statistics.mean(h.wire_bytes for h in state.history[args.warmup :])
+        out[name] = {
+            "ms": statistics.median(ms[name]),
+            "ms_min": min(ms[name]),
+            "ms_max": max(ms[name]),
+            "cpu_ms": statistics.median(cpu[name]),
+            "wire_bytes": 0 if name == "floor" else wire,
+            "exchange": state.exchange if state is not None else name,
+        }
+    return out
+
+
+def accuracy_of(runs, batches, data, args, model_name: str) -> dict:
+    """Test accuracy per configuration after ``--acc-steps`` steps with the same batches and
+    dropout draws; ``default_other_draws``: DDP's default with other batches and dropout
+    draws (its distance from ``default`` is one draw of the training noise)."""
+    out = {}
+    n_test = len(data.test_labels)
+    runs = {**runs, "default_other_draws": setup("default", "default", model_name)}
+    for name, (ddp, _, opt) in runs.items():
+        other = name == "default_other_draws"
+        draw = Batches(data, batches.rank, batches.batch, stream=1) if other else batches
+        torch.manual_seed(10_000 + batches.rank + 7919 * other)  # dropout: alike across configs
+        for step in range(args.acc_steps):
+            train_step(ddp, opt, *draw(step))
+        dist.barrier()
+        _, acc = evaluate(
+            ddp.module, data.test_images, data.test_labels, device=torch.device("cpu")
+        )
+        ddp.module.train()
+        out[name] = {"accuracy": acc, "se": math.sqrt(max(acc * (1 - acc), 1e-12) / n_test)}
+    return out
+
+
+def run_phase(args, phase: str, rate: float | None) -> dict:
+    """One inner run (spawning the ranks), in a limited namespace when ``rate`` is given."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        cmd = [sys.executable, __file__, "--inner", "--phase", phase, "--result", str(out)]
+        cmd += ["--cache", args.cache, "--models", *args.models]
+        for key in ("batch", "steps", "rounds", "warmup", "acc_steps"):
+            cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
+        if rate is not None:
+            cmd = limited_command(cmd, rate_mbit=rate)
+        env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+        started = time.monotonic()
+        subprocess.run(cmd, check=True, env=env)
+        print(f"  {phase} at {rate or 'unlimited'} Mbit/s: {time.monotonic() - started:.0f} s",
+              flush=True)  # fmt: skip
+        return json.loads(out.read_text())
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default="../shared/data/cifar10-jpeg")
+    p.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "ddp_wire_cifar.pt"))
+    p.add_argument("--train-subset", type=int, default=10_000)
+    p.add_argument("--test-subset", type=int, default=1_000)
+    p.add_argument("--models", nargs="+", default=["cnn", "resnet20"])
+    p.add_argument("--rates", nargs="+", type=float, default=[10, 100, 1000])
+    p.add_argument("--batch", type=int, default=32, help="images per rank and step")
+    p.add_argument("--steps", type=int, default=3, help="timed steps per configuration, round")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps per configuration, round")
+    p.add_argument("--acc-steps", type=int, default=60, help="training steps before the test")
+    p.add_argument("--phases", nargs="+", default=["accuracy", "time"])
+    p.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "ddp_wire.json"))
+    p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--phase", default="time", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.inner:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = str(Path(tmp) / "store")
+            mp.spawn(worker, args=(args, store, args.result), nprocs=WORLD)
+        return
+    if not Path(args.cache).exists():
+        prepare_cifar10(
+            args.data, Path(args.cache), download_root=Path(tempfile.gettempdir()),
+            train_subset=args.train_subset, test_subset=args.test_subset,
+        )  # fmt: skip
+    ok, why = link_limit_available()
+    rates: list[float | None] = list(args.rates) if ok else [None]
+    if not ok:
+        print(f"no rate-limited namespace ({why}): timing one unlimited run", flush=True)
+    results = {"args": vars(args), "limited": ok, "why_not": why, "time": {}, "accuracy": {}}
+    started = time.monotonic()
+    if "accuracy" in args.phases:
+        results["accuracy"] = run_phase(args, "accuracy", None)
+    if "time" in args.phases:
+        for rate in rates:
+            results["time"][str(rate)] = run_phase(args, "time", rate)
+    results["total_s"] = time.monotonic() - started
+    Path(args.out).write_text(json.dumps(results, indent=1))
+    print(report(results))
+
+
+def report(results: dict) -> str:
+    """Markdown tables: per model and rate, ms per step beside the default and the floor."""
+    lines = []
+    for model in results["args"]["models"]:
+        acc = results["accuracy"].get(model, {})
+        for rate, per_model in results["time"].items():
+            rows = per_model[model]
+            base, floor = rows["default"]["ms"], rows["floor"]["ms"]
+            link = "unlimited" if rate == "None" else f"{float(rate):g} Mbit/s"
+            lines += [
+                f"\n{model}, {link}\n",
+                "| config | ms/step (min-max) | x default | x floor | bytes/rank-step "
+                "| CPU ms/step (- floor) | test acc. |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            floor_cpu = rows["floor"]["cpu_ms"]
+            for name, r in rows.items():
+                a = acc.get(name)
+                a = f"{a['accuracy']:.3f} ± {a['se']:.3f}" if a else "-"
+                lines.append(
+                    f"| {name} | {r['ms']:.0f} ({r['ms_min']:.0f}-{r['ms_max']:.0f}) "
+                    f"| {r['ms'] / base:.2f} | {r['ms'] / floor:.2f} | {r['wire_bytes']:,.0f} "
+                    f"| {r['cpu_ms']:.0f} ({r['cpu_ms'] - floor_cpu:+.0f}) | {a} |"
+                )
+        if "default_other_draws" in acc:
+            a, b = acc["default"]["accuracy"], acc["default_other_draws"]["accuracy"]
+            lines.append(f"\n{model}: default with other batches and dropout draws: {b:.3f} "
+                         f"(default {a:.3f}, difference {b - a:+.3f})")  # fmt: skip
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The DDP hook with three ranks, and with a failure on one rank (gloo, spawned processes).
+
+Three ranks: every rank holds the same gradients; with the byte exchange they are bit for bit
+the rank-order mean of the three ranks' bytes decoded here; with the linear exchanges they
+equal the combination computed here to float32 rounding (gloo sums three ranks in an order of
+its own, chunk by chunk, so the last bits may differ from a rank-order sum); ``quantizer:
+none`` is bit for bit DDP's default.
+
+Failures: bytes one rank cannot decode, a compress that raises on one rank, a rank that
+exits: every remaining rank ends with an error within the group's timeout, never hangs (the
+test kills the ranks and fails after a wall limit).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import test_distributed as td
+import torch
+
+THREE = 3
+#: the runs of test_distributed.SPECS made with three ranks
+RUNS3 = [
+    "default", "none", "topk_uniform", "lloyd_gennorm", "randomk_none", "powersgd_ef",
+    "count_sketch", "uniform_ef_buckets",
+]  # fmt: skip
+GROUP_TIMEOUT_S = 20
+WALL_S = 120
+
+
+def worker3(rank: int, init_file: str, out_dir: str) -> None:
+    td.start_group(rank, THREE, init_file, 120)
+    results = {
+        name: td.train(rank, td.SPECS[name], world=THREE, bucket_cap_mb=td.BUCKET_CAP_MB.get(name))
+        for name in RUNS3
+    }
+    torch.save(results, Path(out_dir) / f"rank{rank}.pt")
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def runs3(tmp_path_factory) -> list[dict]:
+    out = tmp_path_factory.mktemp("ddp3")
+    td.spawn(worker3, THREE, out, 240)
+    return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(THREE)]
+
+
+@pytest.mark.slow
+def test_three_ranks_none_is_the_default_allreduce(runs3) -> None:
+    for rank in range(THREE):
+        for step in range(td.STEPS):
+            for n, g in runs3[rank]["default"]["grads"][step].items():
+                assert torch.equal(runs3[rank]["none"]["grads"][step][n], g), (rank, step, n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in RUNS3 if n not in ("default", "none")])
+def test_three_ranks_hold_the_combination_of_what_was_sent(runs3, name) -> None:
+    """Planted bugs: as test_distributed's (b'); a rank summing in its own order (then the
+    ranks' gradients differ)."""
+    reference = td.combined_reference(runs3, name)
+    gathered = td.EXPECTED_EXCHANGE.get(name, "bytes") == "bytes"
+    for step, ref in enumerate(reference):
+        for rank in range(THREE):
+            got = runs3[rank][name]["grads"][step]
+            for n, want in ref.items():
+                assert torch.equal(got[n], runs3[0][name]["grads"][step][n]), (name, rank, n)
+                if gathered:
+                    assert torch.equal(got[n], want), (name, rank, step, n)
+                else:
+                    torch.testing.assert_close(got[n], want, rtol=1e-5, atol=1e-7)
+        for rank in range(THREE):
+            assert runs3[rank][name]["wire_bytes"][step] == td.expected_wire_bytes(
+                runs3, name, step
+            )
+
+
+# ------------------------------------------------------------------------------------- failures
+
+
+def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
+    """Train with a planted fault; write ``ok`` or the error to ``rank{r}.txt``; exit 0 (so
+    that torch.multiprocessing does not kill the other ranks first)."""
+    td.start_group(rank, 2, init_file, GROUP_TIMEOUT_S)
+    spec = {"quantizer": "uniform", "rate": 2, "topk": 0.2, **td.SMALL}
+    model = td.tiny_net()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    state = td.CompressionHookState(spec, model=model, seed=td.SEED, log_every=0)
+    ddp.register_comm_hook(state, td.compression_hook)
+    compressor = state.compressor
+    if fault == "bad_bytes" and rank == 1:
+        encode = compressor.to_bytes
+        compressor.to_bytes = lambda payload, ctx: encode(payload, ctx)[:-5]
+    if fault == "encode_raises" and rank == 0:
+
+        def compress(update):
+            raise RuntimeError("planted failure in compress")
+
+        compressor.compress = compress
+    message = "ok"
+    try:
+        for step in range(3):
+            if fault == "rank_exits" and rank == 1 and step == 1:
+                os._exit(0)
+            x, y = td.batch(rank, step)
+            torch.nn.functional.cross_entropy(ddp(x), y).backward()
+    except Exception as err:
+        message = f"{type(err).__name__}: {err}"
+    (Path(out_dir) / f"rank{rank}.txt").write_text(message)
+    os._exit(0)  # no destroy_process_group: a broken group may block in it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "fault, pattern",
+    [
+        ("bad_bytes", "rank 1|tensor|truncated|bytes"),
+        ("encode_raises", "planted failure in compress|rank\\(s\\) \\[0\\]"),
+        ("rank_exits", ""),
+    ],
+)
+def test_a_failure_on_one_rank_ends_every_rank_with_an_error(tmp_path, fault, pattern) -> None:
+    """Planted bugs: a rank whose compress raised skipping the sizes gather (the others then
+    wait for the timeout: still an error here, but the message check fails), no timeout on
+    the group (the wall limit fails the test)."""
+    import re
+
+    td.spawn(fault_worker, 2, tmp_path, WALL_S, fault)
+    ranks = [1] if fault != "rank_exits" else []
+    for rank in [0, *ranks]:
+        text = (tmp_path / f"rank{rank}.txt").read_text()
+        assert text != "ok", (fault, rank)
+        assert re.search(pattern, text), (fault, rank, text[:500])
+    if fault == "encode_raises":
+        assert "PeerFailedError" in (tmp_path / "rank1.txt").read_text()
+        assert "planted failure" in (tmp_path / "rank0.txt").read_text()
