@@ -28,7 +28,10 @@ PAPER_MODELS = PAPER["lossless"]["models"]
 # variant per rate x M of each entry (no rates: one variant; no M: M = 0).
 ENTRIES = PAPER["lossy"]["compressors"]
 VARIANTS = sum(len(e.get("rates", [None])) * len(e.get("M", [0])) for e in ENTRIES)
-CURVES = {(e["name"], M) for e in ENTRIES for M in e.get("M", [0])}  # T5's rate curves
+# T5's rate curves: every entry's but the Gaussian channel's, whose bits are an ideal rate
+# that no bytes carry (bits_source ideal)
+CURVES = {(e["name"], M) for e in ENTRIES for M in e.get("M", [0])
+          if e.get("quantizer") != "gaussian_channel"}  # fmt: skip
 # Full runs (T3, Y1-Y3): the variants the overlay's lossy.full_runs names, by entry name or by
 # its name/R{rate}_M{M} label.
 FULL = SMOKE["lossy"]["full_runs"]
