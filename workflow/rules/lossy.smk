@@ -211,6 +211,8 @@ rule figure_Y6:
         compressor_kinds=plain(COMPRESSOR_KINDS),
         baseline=BASELINE,
         pairable=PAIRABLE,
+        kept_sets=plain(LOSSY.kept_sets),
+        curves=plain(LOSSY.curves),
     log:
         "results/logs/figures/Y6_{model}.log",
     threads: 1

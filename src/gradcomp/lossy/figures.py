@@ -193,17 +193,23 @@ def figure_y6(
     baseline: str,
     title: str,
     pairable=None,
+    kept_sets=None,
+    curves=None,
 ) -> None:
-    """Y6: the one-round study per variant (mean and 95% interval over seeds, the rounds of
-    a seed averaged first), one row per variant grouped by compressor (config order, then R
-    and M): the accuracy a round gains per uplink bit (left) and the test-loss increase
-    against the uncompressed aggregate (right); ``*``: the paired difference to ``baseline``
-    at the same rate is significant after Holm's adjustment over T4's family
-    (``pairable``: the compressors paired with it, see T4). The height grows with the
-    number of variants, the width does not."""
+    """Y6: the one-round study per variant (mean and 95% interval over the design's units,
+    the rounds of a trajectory averaged first), one row per variant grouped by compressor
+    (config order, then R and M): the accuracy a round gains per uplink bit (left) and the
+    test-loss increase against the uncompressed aggregate (right); ``*``: the paired
+    difference to ``baseline`` at the same rate on the same kept set is significant after
+    Holm's adjustment over T4's family (``pairable``, ``kept_sets``, ``curves``: as T4's).
+    The height grows with the number of variants, the width does not."""
     plots.set_theme()
     data = one_round_data(tables)
-    summary = _ordered(t4_table(tables, baseline=baseline, pairable=pairable), quantizers)
+    summary = _ordered(
+        t4_table(tables, baseline=baseline, pairable=pairable, kept_sets=kept_sets,
+                 curves=curves),
+        quantizers,
+    )  # fmt: skip
     styles = variant_styles(data, quantizers)
     keys = list(zip(summary["compressor"], summary["rate"], summary["M"], strict=True))
     n = len(keys)
