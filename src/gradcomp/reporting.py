@@ -16,13 +16,17 @@ import pandas as pd
 from gradcomp.artifacts import write_text, write_tsv
 
 
+def _any_missing(data: pd.DataFrame, by: Sequence[str], columns: Sequence[str]) -> pd.DataFrame:
+    """Per group ``by`` (sorted, as pandas groups) and column: whether any member is NaN."""
+    return data[list(columns)].isna().groupby([data[k] for k in by], sort=True).any()
+
+
 def strict_sums(data: pd.DataFrame, by: Sequence[str], columns: Sequence[str]) -> pd.DataFrame:
     """Sums of ``columns`` within groups ``by`` (group keys as the index, sorted as pandas
     does), NaN where any member is NaN: pandas' own sum turns an all-NaN group into 0 and
     a part-NaN one into the sum of the rest, a number for a missing one."""
-    keys = [data[k] for k in by]
-    sums = data.groupby(keys, sort=True)[list(columns)].sum()
-    return sums.mask(data[list(columns)].isna().groupby(keys, sort=True).any())
+    sums = data.groupby([data[k] for k in by], sort=True)[list(columns)].sum()
+    return sums.mask(_any_missing(data, by, columns))
 
 
 def summarise(data: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
@@ -33,7 +37,7 @@ def summarise(data: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str]) 
     columns and ``n`` (rows averaged).
     """
     grouped = data.groupby(list(by), sort=True)[list(metrics)]
-    missing = data[list(metrics)].isna().groupby([data[k] for k in by], sort=True).any()
+    missing = _any_missing(data, by, metrics)
     mean = grouped.mean().mask(missing).add_suffix("_mean")
     sd = grouped.std(ddof=1).mask(missing).add_suffix("_sd")
     count = grouped.size().rename("n")

@@ -26,6 +26,7 @@ from gradcomp.lossy.distortion_study import BOUND
 from gradcomp.lossy.matched_bits import lower_hull
 from gradcomp.lossy.paired import t_interval
 from gradcomp.lossy.per_bit import read_rounds
+from gradcomp.lossy.rate_curves import curve_points
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.lossy.styles import legend_outside, variant_styles
 from gradcomp.lossy.tables import drop_dominated, one_round_data, t4_table
@@ -330,15 +331,15 @@ def figure_y7(
     plots.set_theme()
     data = one_round_data(tables)
     per_seed = seed_means(data, ["bits_per_entry", "loss_increase", "acc_change"])
-    joined = per_seed.assign(curve=[dict(curves or {}).get(n, n) for n in per_seed["compressor"]])
-    dominated = {lb for labels in drop_dominated(joined, "loss_increase")[1].values()
+    joins = dict(curves or {})
+    dominated = {lb for labels in drop_dominated(curve_points(per_seed, joins),
+                                                 "loss_increase")[1].values()
                  for lb in labels.split(",")}  # fmt: skip
     styles = variant_styles(data, quantizers)
     metrics = (
         ("loss_increase", "test loss - uncompressed aggregate's"),
         ("acc_change", "test accuracy - uncompressed aggregate's"),
     )
-    joins = dict(curves or {})
     base_curve = joins.get(baseline, baseline)
     base_names = {n for n in data["compressor"].unique() if joins.get(n, n) == base_curve}
     curves = {}  # (name, M) -> bits per entry and (mean, lo, hi) per metric, by bits
