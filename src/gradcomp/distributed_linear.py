@@ -116,12 +116,6 @@ def exchange_random_k(state: Any, bucket: dist.GradBucket, update, named, rnd: i
     return work.get_future().then(finish)
 
 
-def _initial_q(powersgd, m: int, r: int, device) -> torch.Tensor:
-    # the study's PowerSGD draws the same way (its generator, float64, QR)
-    q = torch.randn(m, r, generator=powersgd.generator, dtype=torch.float64)
-    return torch.linalg.qr(q).Q.to(device, torch.float32)
-
-
 def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: int):
     """PowerSGD with P and Q all-reduced (module doc)."""
     buffer = bucket.buffer()
@@ -137,9 +131,7 @@ def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: i
         r = ps.matrix_rank(shape)
         if r:
             m = t.reshape(shape[0], -1)
-            q = ps.q_memory.get(name)
-            if q is None:
-                q = _initial_q(ps, m.shape[1], r, device)
+            q = ps.start_q(name, m.shape[1], r).to(device, torch.float32)
             mats[name] = (t, m, m @ q)
             payload[name] = LowRank(p=torch.empty(shape[0], r), q=torch.empty(m.shape[1], r))
         else:

@@ -96,11 +96,18 @@ class PowerSGD:
         r = min(self.rank, n, m)
         return r if MIN_COMPRESSION_RATE * (n + m) * r < n * m else 0
 
-    def _low_rank(self, name: str, matrix: torch.Tensor, r: int) -> LowRank:
+    def start_q(self, name: str, columns: int, r: int) -> torch.Tensor:
+        """The Q a power iteration of ``name`` starts from: the last one (warm start), else
+        an orthonormalised Gaussian draw from this compressor's generator (``columns x r``,
+        float64 on the CPU)."""
         q = self.q_memory.get(name)
         if q is None:
-            q = torch.randn(matrix.shape[1], r, generator=self.generator, dtype=torch.float64)
-            q = torch.linalg.qr(q).Q.to(matrix.device)
+            q = torch.randn(columns, r, generator=self.generator, dtype=torch.float64)
+            q = torch.linalg.qr(q).Q
+        return q
+
+    def _low_rank(self, name: str, matrix: torch.Tensor, r: int) -> LowRank:
+        q = self.start_q(name, matrix.shape[1], r).to(matrix.device)
         p = torch.linalg.qr(matrix @ q).Q
         q = matrix.T @ p
         self.q_memory[name] = q
