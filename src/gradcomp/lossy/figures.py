@@ -26,10 +26,10 @@ from gradcomp.lossy.distortion_study import BOUND
 from gradcomp.lossy.matched_bits import lower_hull
 from gradcomp.lossy.paired import t_interval
 from gradcomp.lossy.per_bit import read_rounds
-from gradcomp.lossy.rate_curves import curve_points
+from gradcomp.lossy.rate_curves import curve_points, drop_dominated
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.lossy.styles import legend_outside, variant_styles
-from gradcomp.lossy.tables import drop_dominated, one_round_data, t4_table
+from gradcomp.lossy.tables import one_round_data, t4_table
 
 
 def _finish(fig: plt.Figure, axes, title: str, png: str | Path) -> None:

@@ -29,8 +29,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
-__all__ = ["bd_rate", "curve_points", "dominance", "monotone_decreasing"]
+from gradcomp.compression.specs import variant_label
+from gradcomp.lossy.matched_bits import pareto_front
+
+__all__ = ["bd_rate", "curve_points", "dominance", "drop_dominated", "monotone_decreasing"]
 
 
 def monotone_decreasing(y: Sequence[float]) -> np.ndarray:
@@ -121,3 +125,21 @@ def curve_points(points, curves):
     out = points.copy()
     out["curve"] = [curves.get(name, name) for name in out["compressor"]]
     return out
+
+
+def drop_dominated(per_seed: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
+    """``per_seed`` without the configurations that another of their own curve (model,
+    curve, M) beats in mean bits and mean ``metric`` (:func:`~gradcomp.lossy.matched_bits.
+    pareto_front`), and (model, curve, M) -> those configurations' labels, comma-joined."""
+    keep, dominated = [], {}
+    for key, pts in per_seed.groupby(["model", "curve", "M"], sort=True):
+        means = pts.groupby(["compressor", "rate"])[["bits_per_entry", metric]].mean()
+        front = pareto_front(means["bits_per_entry"], means[metric])
+        out = [variant_label(n, int(r), int(key[2])) for (n, r), on in
+               zip(means.index, front, strict=True) if not on]  # fmt: skip
+        if out:
+            dominated[key] = ",".join(out)
+        kept = {i for i, on in zip(means.index, front, strict=True) if on}
+        keep.append(pts[[(n, r) in kept for n, r in zip(pts["compressor"], pts["rate"],
+                                                         strict=True)]])  # fmt: skip
+    return pd.concat(keep, ignore_index=True), dominated

@@ -31,11 +31,10 @@ from gradcomp.lossy.paired import (
     seed_means,
 )
 from gradcomp.lossy.per_bit import read_rounds
-from gradcomp.lossy.rate_curves import bd_rate, curve_points, dominance
+from gradcomp.lossy.rate_curves import bd_rate, curve_points, dominance, drop_dominated
 from gradcomp.lossy.run_files import RUN_IDENTITY
 
 __all__ = [
-    "drop_dominated",
     "one_round_data",
     "t3_table",
     "t4_table",
@@ -348,27 +347,6 @@ def t5_table(
         verdicts.append(verdict)
     table["verdict"] = verdicts
     return table
-
-
-def drop_dominated(per_seed: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
-    """``per_seed`` without the configurations that another of their own curve (model,
-    curve, M) beats in mean bits and mean ``metric`` (:func:`~gradcomp.lossy.matched_bits.
-    pareto_front`), and (model, curve, M) -> those configurations' labels, comma-joined."""
-    from gradcomp.compression.specs import variant_label
-    from gradcomp.lossy.matched_bits import pareto_front
-
-    keep, dominated = [], {}
-    for key, pts in per_seed.groupby(["model", "curve", "M"], sort=True):
-        means = pts.groupby(["compressor", "rate"])[["bits_per_entry", metric]].mean()
-        front = pareto_front(means["bits_per_entry"], means[metric])
-        out = [variant_label(n, int(r), int(key[2])) for (n, r), on in
-               zip(means.index, front, strict=True) if not on]  # fmt: skip
-        if out:
-            dominated[key] = ",".join(out)
-        kept = {i for i, on in zip(means.index, front, strict=True) if on}
-        keep.append(pts[[(n, r) in kept for n, r in zip(pts["compressor"], pts["rate"],
-                                                         strict=True)]])  # fmt: skip
-    return pd.concat(keep, ignore_index=True), dominated
 
 
 def table_t3(
