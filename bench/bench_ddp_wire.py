@@ -20,12 +20,15 @@ hooks the float32 / float16 bucket or PowerSGD's P and Q, counted from the shape
 0's CPU ms per step (``time.process_time``: all its threads, so compute, compression and the
 gloo threads; minus the floor's, what the exchange costs in CPU).
 
-Phase "accuracy", without a limit (training does not depend on the rate): every
-configuration trained ``--acc-steps`` steps from the same initialisation and batches, then
-rank 0's test accuracy on ``--test-subset`` images (its binomial standard error is the noise
-stated; the floor's ranks train apart, its accuracy is rank 0's alone). Every configuration
-sees the same batches and dropout draws; ``default_other_draws`` repeats DDP's default with
-other ones, one draw of the training noise to set the differences against.
+Phase "accuracy", without a limit (training does not depend on the rate): per seed
+(``--acc-seeds``; the seed sets the initialisation, the batches, the dropout draws and the
+compressors' streams, the same for every configuration of that seed) every configuration
+trains ``--acc-steps`` steps, then rank 0's test accuracy on ``--test-subset`` images. The
+seed is the unit: per configuration the accuracy lost against DDP's default of the same seed,
+its Student-t interval over the seeds, Holm over the comparisons, and a verdict (equivalent:
+TOST within ``--margin``; better / worse; else undecided) beside the smallest difference the
+seeds detect (:func:`gradcomp.lossy.paired.seed_verdicts`). The floor's ranks train apart
+(no exchange), so it is not compared.
 
     python bench/bench_ddp_wire.py --data ../shared/data/cifar10-jpeg --out /tmp/ddp_wire.json
 
@@ -39,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -58,6 +60,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from gradcomp.data import load_cifar10, prepare_cifar10
 from gradcomp.distributed import CompressionHookState, compression_hook
+from gradcomp.lossy.paired import seed_verdicts
 from gradcomp.models import build_model
 from gradcomp.netns import limited_command, link_limit_available
 from gradcomp.training import evaluate, to_float_batch
@@ -115,9 +118,10 @@ def torch_wire_bytes(name: str, model: torch.nn.Module) -> int | None:
     return None
 
 
-def setup(name: str, config, model_name: str):
-    """(ddp, gradcomp state or None, optimizer) of one configuration."""
-    model = build_model(model_name, seed=0)
+def setup(name: str, config, model_name: str, seed: int = 0):
+    """(ddp, gradcomp state or None, optimizer) of one configuration, initialised by ``seed``
+    (the gradcomp compressors' random streams too)."""
+    model = build_model(model_name, seed=seed)
     one_bucket = {"bucket_cap_mb": 64} if config == "torch_powersgd" else {}
     ddp = DistributedDataParallel(model, **one_bucket)
     state = None
@@ -131,7 +135,7 @@ def setup(name: str, config, model_name: str):
         )
         ddp.register_comm_hook(ps, powerSGD_hook.powerSGD_hook)
     elif config != "default":
-        state = CompressionHookState(config, model=model, seed=0, log_every=0)
+        state = CompressionHookState(config, model=model, seed=seed, log_every=0)
         ddp.register_comm_hook(state, compression_hook)
     return ddp, state, torch.optim.Adam(model.parameters(), lr=1e-3)
 
@@ -165,12 +169,17 @@ def worker(rank: int, args: argparse.Namespace, store: str, out: str) -> None:
     batches = Batches(data, rank, args.batch)
     results = {}
     for model_name in args.models:
-        runs = {name: setup(name, c, model_name) for name, c in CONFIGS.items()}
         if args.phase == "time":
+            runs = {name: setup(name, c, model_name) for name, c in CONFIGS.items()}
             results[model_name] = time_configs(runs, batches, args)
+            del runs
         else:
-            results[model_name] = accuracy_of(runs, batches, data, args, model_name)
-        del runs
+            results[model_name] = {
+                name: [] for name in CONFIGS
+            }  # configuration -> test accuracy per seed
+            for seed in range(args.acc_seeds):
+                for name, acc in accuracy_of(data, rank, args, model_name, seed).items():
+                    results[model_name][name].append(acc)
     if rank == 0:
         Path(out).write_text(json.dumps(results))
     dist.barrier()
@@ -208,25 +217,21 @@ def time_configs(runs, batches, args) -> dict:
     return out
 
 
-def accuracy_of(runs, batches, data, args, model_name: str) -> dict:
-    """Test accuracy per configuration after ``--acc-steps`` steps with the same batches and
-    dropout draws; ``default_other_draws``: DDP's default with other batches and dropout
-    draws (its distance from ``default`` is one draw of the training noise)."""
+def accuracy_of(data, rank: int, args, model_name: str, seed: int) -> dict[str, float]:
+    """Rank 0's test accuracy per configuration after ``--acc-steps`` steps of training
+    under ``seed``: the initialisation, the batches, the dropout draws and the compressors'
+    streams, the same for every configuration of the seed (a paired design)."""
     out = {}
-    n_test = len(data.test_labels)
-    runs = {**runs, "default_other_draws": setup("default", "default", model_name)}
-    for name, (ddp, _, opt) in runs.items():
-        other = name == "default_other_draws"
-        draw = Batches(data, batches.rank, batches.batch, stream=1) if other else batches
-        torch.manual_seed(10_000 + batches.rank + 7919 * other)  # dropout: alike across configs
+    batches = Batches(data, rank, args.batch, stream=seed)
+    for name, config in CONFIGS.items():
+        ddp, _, opt = setup(name, config, model_name, seed)
+        torch.manual_seed(10_000 + rank + 7919 * seed)  # dropout: alike across configs
         for step in range(args.acc_steps):
-            train_step(ddp, opt, *draw(step))
+            train_step(ddp, opt, *batches(step))
         dist.barrier()
-        _, acc = evaluate(
+        _, out[name] = evaluate(
             ddp.module, data.test_images, data.test_labels, device=torch.device("cpu")
         )
-        ddp.module.train()
-        out[name] = {"accuracy": acc, "se": math.sqrt(max(acc * (1 - acc), 1e-12) / n_test)}
     return out
 
 
@@ -236,7 +241,7 @@ def run_phase(args, phase: str, rate: float | None) -> dict:
         out = Path(tmp) / "out.json"
         cmd = [sys.executable, __file__, "--inner", "--phase", phase, "--result", str(out)]
         cmd += ["--cache", args.cache, "--models", *args.models]
-        for key in ("batch", "steps", "rounds", "warmup", "acc_steps"):
+        for key in ("batch", "steps", "rounds", "warmup", "acc_steps", "acc_seeds"):
             cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
         if rate is not None:
             cmd = limited_command(cmd, rate_mbit=rate)
@@ -261,6 +266,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per configuration, round")
     p.add_argument("--acc-steps", type=int, default=60, help="training steps before the test")
+    p.add_argument("--acc-seeds", type=int, default=5, help="seeds (paired units) of accuracy")
+    p.add_argument("--margin", type=float, default=0.03, help="equivalence margin, accuracy")
     p.add_argument("--phases", nargs="+", default=["accuracy", "time"])
     p.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "ddp_wire.json"))
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -289,15 +296,30 @@ def main() -> None:
         for rate in rates:
             results["time"][str(rate)] = run_phase(args, "time", rate)
     results["total_s"] = time.monotonic() - started
+    text = report(results)  # adds the accuracy verdicts to the results
     Path(args.out).write_text(json.dumps(results, indent=1))
-    print(report(results))
+    print(text)
+
+
+def accuracy_verdicts(per_seed: dict[str, list[float]], margin: float) -> dict[str, dict]:
+    """Accuracy lost against DDP's default (default minus configuration, per seed) of every
+    configuration that trains with the ranks' exchange (not the floor, whose ranks train
+    apart): :func:`gradcomp.lossy.paired.seed_verdicts`, Holm over these comparisons."""
+    base = per_seed["default"]
+    lost = {
+        name: [b - a for a, b in zip(accs, base, strict=True)]
+        for name, accs in per_seed.items()
+        if name not in ("default", "floor")
+    }
+    return seed_verdicts(lost, margin)
 
 
 def report(results: dict) -> str:
-    """Markdown tables: per model and rate, ms per step beside the default and the floor."""
+    """Markdown tables: per model and rate, ms per step beside the default and the floor;
+    per model, the test accuracy over seeds and its verdict against the default."""
     lines = []
+    margin = results["args"]["margin"]
     for model in results["args"]["models"]:
-        acc = results["accuracy"].get(model, {})
         for rate, per_model in results["time"].items():
             rows = per_model[model]
             base, floor = rows["default"]["ms"], rows["floor"]["ms"]
@@ -305,22 +327,40 @@ def report(results: dict) -> str:
             lines += [
                 f"\n{model}, {link}\n",
                 "| config | ms/step (min-max) | x default | x floor | bytes/rank-step "
-                "| CPU ms/step (- floor) | test acc. |",
-                "|---|---|---|---|---|---|---|",
+                "| CPU ms/step (- floor) |",
+                "|---|---|---|---|---|---|",
             ]
             floor_cpu = rows["floor"]["cpu_ms"]
             for name, r in rows.items():
-                a = acc.get(name)
-                a = f"{a['accuracy']:.3f} ± {a['se']:.3f}" if a else "-"
                 lines.append(
                     f"| {name} | {r['ms']:.0f} ({r['ms_min']:.0f}-{r['ms_max']:.0f}) "
                     f"| {r['ms'] / base:.2f} | {r['ms'] / floor:.2f} | {r['wire_bytes']:,.0f} "
-                    f"| {r['cpu_ms']:.0f} ({r['cpu_ms'] - floor_cpu:+.0f}) | {a} |"
+                    f"| {r['cpu_ms']:.0f} ({r['cpu_ms'] - floor_cpu:+.0f}) |"
                 )
-        if "default_other_draws" in acc:
-            a, b = acc["default"]["accuracy"], acc["default_other_draws"]["accuracy"]
-            lines.append(f"\n{model}: default with other batches and dropout draws: {b:.3f} "
-                         f"(default {a:.3f}, difference {b - a:+.3f})")  # fmt: skip
+        per_seed = results["accuracy"].get(model)
+        if not per_seed:
+            continue
+        verdicts = results.setdefault("verdicts", {})[model] = accuracy_verdicts(per_seed, margin)
+        seeds = len(per_seed["default"])
+        lines += [
+            f"\n{model}, test accuracy after {results['args']['acc_steps']} steps, {seeds} seeds "
+            f"(accuracy lost = default minus configuration, 95 % t interval over seeds; Holm "
+            f"over {len(verdicts)} comparisons; equivalent: TOST within +-{margin:g})\n",
+            "| config | accuracy, mean (min-max) | accuracy lost [95 % interval] | Holm p "
+            "| detectable | verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, accs in per_seed.items():
+            v = verdicts.get(name)
+            cells = "| - | - | - | reference |" if name == "default" else "| - | - | - | - |"
+            if v is not None:
+                cells = (
+                    f"| {v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}] | {v['p_holm']:.3g} "
+                    f"| {v['min_detectable']:.3f} | {v['verdict']} |"
+                )
+            lines.append(
+                f"| {name} | {statistics.mean(accs):.3f} ({min(accs):.3f}-{max(accs):.3f}) " + cells
+            )
     return "\n".join(lines)
 
 

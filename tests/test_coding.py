@@ -122,6 +122,30 @@ def test_huffman_numpy_encoder_matches_bitarray_encode():
     np.testing.assert_array_equal(code.decode(ref, sym.size), sym)
 
 
+@pytest.mark.parametrize(
+    "lengths",
+    [[1, 1], [2, 2, 2, 2], [0, 3, 3, 3, 3, 3, 3, 3, 3], [3, 3, 0, 3, 3, 3], [0, 1, 0], [8] * 256],
+)
+def test_huffman_fixed_width_codes_match_bitarray(lengths):
+    """Codes of one codeword length (the fast path) give bitarray's bits for the same
+    codewords, decode them back, and reject a codeword the code does not have."""
+    code = HuffmanCode.from_lengths(lengths)
+    used = np.flatnonzero(np.array(lengths))
+    rng = np.random.default_rng(len(lengths))
+    for n in (1, 7, 8, 9, 100_003):
+        sym = rng.choice(used, size=n)
+        ref = bitarray(endian="big")
+        ref.encode(code.codewords, sym.tolist())
+        assert code.encode(sym) == ref
+        np.testing.assert_array_equal(code.decode(ref + bitarray("1011"), n), sym)
+        with pytest.raises(CorruptStreamError):
+            code.decode(ref[:-1], n)
+    w, n_used = lengths[used[0]], used.size
+    if n_used < 2**w:  # the all-ones word is no codeword of a canonical incomplete code
+        with pytest.raises(CorruptStreamError):
+            code.decode(bitarray("1" * w * 3, endian="big"), 3)
+
+
 def test_huffman_errors():
     code = HuffmanCode.from_pmf(np.array([0.5, 0.0, 0.5]))
     with pytest.raises(ValueError, match="no codeword"):

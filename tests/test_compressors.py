@@ -17,6 +17,7 @@ from gradcomp.compression import (
     elias_gamma_bits,
     index_code_bits,
 )
+from gradcomp.compression.sparsifiers import kth_largest
 from gradcomp.quantization.distortion import m_weighted_distortion
 
 
@@ -49,6 +50,49 @@ def test_topk_keeps_exact_count_and_largest():
 )
 def test_topk_count_is_ceil(fraction, total, k):
     assert TopK(fraction).count(total) == k
+
+
+@pytest.mark.parametrize(
+    "case", ["normal", "heavy_tail", "many_zeros", "ties", "sample_misses", "small", "float64"]
+)
+def test_kth_largest_equals_kthvalue(case):
+    """The narrowed selection gives torch's k-th order statistic for every k tried, including
+    inputs where the strided sample is unrepresentative (its bound then finds too few)."""
+    g = torch.Generator().manual_seed(11)
+    n = 3 if case == "small" else 200_003
+    x = torch.randn(n, generator=g).abs()
+    if case == "heavy_tail":
+        x = x * torch.rand(n, generator=g) ** 6
+    elif case == "many_zeros":
+        x[torch.rand(n, generator=g) < 0.97] = 0.0
+    elif case == "ties":
+        x = torch.randint(0, 5, (n,), generator=g).float()
+    elif case == "sample_misses":  # every 64th entry, the ones sampled, is the largest
+        x = torch.rand(n, generator=g)
+        x[::64] = 10.0 + torch.rand(x[::64].numel(), generator=g)
+    elif case == "float64":
+        x = x.double()
+    for k in sorted({1, 2, n // 1000 + 1, n // 10, n // 4, n // 4 + 1, n - 1, n} - {0}):
+        got = kth_largest(x, k)
+        want = torch.kthvalue(x, n - k + 1).values
+        assert got.dtype == x.dtype and got.item() == want.item(), (case, k)
+
+
+def test_topk_large_update_matches_brute_force():
+    """Masks over a large update (the narrowed selection) equal a stable sort's first k."""
+    g = torch.Generator().manual_seed(5)
+    upd = {
+        "w": torch.randn(300, 400, generator=g),
+        "b": torch.zeros(1000),
+        "v": torch.randn(70_000, generator=g).round(),
+    }
+    masks = TopK(0.1).select(upd)
+    flat = torch.cat([t.reshape(-1).abs() for t in upd.values()])
+    k = TopK(0.1).count(flat.numel())
+    order = torch.sort(flat, descending=True, stable=True).indices[:k]
+    want = torch.zeros(flat.numel(), dtype=torch.bool)
+    want[order] = True
+    assert torch.equal(torch.cat([m.reshape(-1) for m in masks.values()]), want)
 
 
 def test_topk_ties_broken_by_position():

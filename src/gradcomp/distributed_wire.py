@@ -89,9 +89,11 @@ def decode_mean(
                 raise ValueError(
                     f"rank {user}'s bytes decoded to {got} for {name!r}, expected shape {shape}"
                 )
-            t = t.to(torch.float64)
-            acc[name] = t if name not in acc else acc[name] + t
-    return {n: (acc[n] / len(blobs)).to(d) for n, _, d in layout}
+            if name in acc:
+                acc[name].add_(t)  # t is promoted to float64 inside the kernel, exactly
+            else:
+                acc[name] = t.to(torch.float64, copy=True)
+    return {n: acc[n].div_(len(blobs)).to(d) for n, _, d in layout}
 
 
 def exchange_bytes(state: Any, bucket: dist.GradBucket, update, named, rnd: int):

@@ -28,6 +28,7 @@ class CorruptStreamError(ValueError):
 
 _CHUNK = 1 << 16  # symbols per vectorised encode step (its temporaries stay in cache)
 _U6, _U63, _U64 = np.uint64(6), np.uint64(63), np.uint64(64)
+_FIXED_MAX = 8  # longest codeword of the fixed-width fast path
 
 
 def symbols_array(symbols: Any) -> np.ndarray:
@@ -147,6 +148,16 @@ class HuffmanCode:
                 self._left[sym] = c << (64 - int(self.lengths[sym]))
         self._long = self.lengths > 64
         self._len_u64 = self.lengths.astype(np.uint64)
+        # a code whose codewords all have one length w <= 8 (a 2-symbol code has w = 1) is
+        # fixed-width: packed and unpacked as w-bit fields, without the general machinery
+        width = np.unique(self.lengths[used])
+        self._width = int(width[0]) if width.size == 1 and width[0] <= _FIXED_MAX else 0
+        if self._width:
+            self._value = np.zeros(self.lengths.size, dtype=np.uint8)  # symbol -> codeword
+            self._symbol = np.full(1 << self._width, -1, dtype=np.int64)  # codeword -> symbol
+            for sym, c in codes.items():
+                self._value[sym] = c
+                self._symbol[c] = sym
         self._codewords: dict[int, frozenbitarray] | None = None
         self._tree: decodetree | None = None
 
@@ -263,6 +274,8 @@ class HuffmanCode:
             raise ValueError(f"symbol {counts.size - 1} outside the alphabet of {self.n_symbols}")
         counts = np.pad(counts, (0, self.n_symbols - counts.size))
         total = self.charged_bits(counts)
+        if self._width:
+            return self._encode_fixed(s, total)
         any_long = bool(counts[self._long].any())
         words = np.zeros((total >> 6) + 2, dtype=np.uint64)
         base = np.uint64(0)
@@ -279,6 +292,42 @@ class HuffmanCode:
         out = bitarray(endian="big")
         out.frombytes(words.astype(">u8").view(np.uint8)[: (total + 7) >> 3])
         del out[total:]
+        return out
+
+    def _fields(self) -> np.ndarray:
+        """The bit weights of one codeword, most significant first: uint8 (w,)."""
+        return (1 << np.arange(self._width - 1, -1, -1)).astype(np.uint8)
+
+    def _encode_fixed(self, s: np.ndarray, total: int) -> bitarray:
+        """:meth:`encode` of a fixed-width code (``total = w * s.size`` bits)."""
+        values = self._value[s]
+        if self._width == 1:
+            bits = values
+        else:
+            bits = ((values[:, None] & self._fields()) != 0).astype(np.uint8).reshape(-1)
+        out = bitarray(endian="big")
+        out.frombytes(np.packbits(bits).tobytes())
+        del out[total:]
+        return out
+
+    def _decode_fixed(self, bits: bitarray, n: int) -> np.ndarray:
+        """:meth:`decode` of a fixed-width code."""
+        w = self._width
+        if len(bits) < n * w:
+            raise CorruptStreamError(
+                f"cannot decode {n} symbols from {len(bits)} bits: they end early"
+            )
+        raw = np.unpackbits(np.frombuffer(bits[: n * w].tobytes(), dtype=np.uint8))[: n * w]
+        if w == 1:
+            codewords = raw
+        else:
+            codewords = raw.reshape(n, w) @ self._fields().astype(np.int64)
+        out = self._symbol[codewords]
+        if out.min() < 0:
+            bad = int(np.flatnonzero(out < 0)[0])
+            raise CorruptStreamError(
+                f"cannot decode {n} symbols: symbol {bad} is no codeword of the code"
+            )
         return out
 
     def _encode_chunk_numpy(self, chunk: np.ndarray, start: np.ndarray, words: np.ndarray) -> None:
@@ -322,6 +371,8 @@ class HuffmanCode:
             return np.zeros(0, dtype=np.int64)
         if bits.endian != "big":
             bits = bitarray(bits, endian="big")
+        if self._width:
+            return self._decode_fixed(bits, n)
         # fromiter into the narrowest dtype is measurably faster than into int64
         narrow = (
             np.uint8

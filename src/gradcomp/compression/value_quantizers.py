@@ -38,7 +38,7 @@ import torch
 
 from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.compression.wire_fields import FieldReader, FieldWriter
-from gradcomp.quantization.level_quantizer import LevelQuantizer
+from gradcomp.quantization.level_quantizer import LevelQuantizer, nearest_index
 from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 
 __all__ = [
@@ -187,7 +187,7 @@ def level_values(
     levels_sent: bool = False,
 ) -> QuantizedValues:
     """Nearest-level indices of ``values`` (1-D) as :class:`QuantizedValues` of ``kind``."""
-    indices, _ = LevelQuantizer.from_levels(levels).quantize(values)
+    indices = nearest_index(LevelQuantizer.from_levels(levels).thresholds, values)
     return QuantizedValues(
         kind,
         values.numel(),

@@ -35,6 +35,7 @@ __all__ = [
     "paired_summary",
     "pick_baseline",
     "seed_means",
+    "seed_verdicts",
     "t_interval",
     "t_test",
     "trajectory_units",
@@ -248,3 +249,37 @@ def add_holm(table: pd.DataFrame, comparisons: Sequence[str]) -> pd.DataFrame:
 def family_size(table: pd.DataFrame, comparisons: Sequence[str]) -> int:
     """How many tests the table's Holm family holds (finite raw p-values)."""
     return int(sum(np.isfinite(table[f"{c}_p"].to_numpy(dtype=float)).sum() for c in comparisons))
+
+
+def seed_verdicts(
+    differences: Mapping[str, Sequence[float]], margin: float, alpha: float = ALPHA
+) -> dict[str, dict[str, float | str]]:
+    """Verdicts of a family of paired comparisons with one difference per seed each.
+
+    ``differences``: comparison -> its per-seed differences (test minus reference, lower is
+    better), the seeds independent units. Per comparison: the mean, its Student-t interval
+    over the seeds (``lo``, ``hi``), the two-sided p of 0 and its Holm adjustment over the
+    family (``p_holm``), the TOST p of equivalence within ``+-margin`` and its Holm adjustment
+    (``tost_holm``), the smallest difference the design detects at 80 % power
+    (``min_detectable``) and the verdict (:func:`gradcomp.lossy.nested.decide`).
+    """
+    from gradcomp.lossy.nested import decide, min_detectable, tost_p
+
+    rows: dict[str, dict[str, float | str]] = {}
+    for name, values in differences.items():
+        x = np.asarray(values, dtype=np.float64)
+        mean, lo, hi, p = t_test(x)
+        se = float(x.std(ddof=1) / np.sqrt(x.size)) if x.size >= 2 else np.nan
+        rows[name] = {
+            "mean": mean, "lo": lo, "hi": hi, "p": p, "seeds": int(x.size),
+            "tost_p": tost_p(mean, se, x.size - 1, margin),
+            "min_detectable": min_detectable(se, x.size - 1, alpha),
+        }  # fmt: skip
+    names = list(rows)
+    for key in ("p", "tost_p"):
+        adjusted = holm([rows[n][key] for n in names])
+        for n, a in zip(names, adjusted, strict=True):
+            rows[n][f"{key}_holm" if key == "p" else "tost_holm"] = float(a)
+    for row in rows.values():
+        row["verdict"] = decide(row["mean"], row["p_holm"], row["tost_holm"], alpha)
+    return rows

@@ -100,5 +100,8 @@ class LevelQuantizer:
             import torch
 
             lv = torch.as_tensor(self.levels, dtype=torch.float64, device=indices.device)
-            return lv[indices]
+            if indices.dtype not in (torch.int32, torch.int64):
+                indices = indices.long()
+            # index_select: the same gather as lv[indices], several times faster on the CPU
+            return lv.index_select(0, indices.reshape(-1)).reshape(indices.shape)
         return self.levels[np.asarray(indices)]
