@@ -44,9 +44,11 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         null = replicate(scenario, w, s, args.reps, seed=args.seed + 100 * w + s)
         by = null.groupby("question", sort=False)
-        covered = ((null["loss_diff_lo"] <= 0) & (null["loss_diff_hi"] >= 0)).groupby(
-            null["question"], sort=False
-        ).mean()
+        covered = (
+            ((null["loss_diff_lo"] <= 0) & (null["loss_diff_hi"] >= 0))
+            .groupby(null["question"], sort=False)
+            .mean()
+        )
         false = null["verdict"].isin(["better", "worse"]).groupby(null["question"], sort=False)
         stated = by["min_detectable"].mean()
         shifts = -np.array([stated[next(q for q in stated.index if q.startswith(o + " "))]
@@ -61,8 +63,10 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{w:>4}x{s:<2} {q[:34]:>34} {covered[q]:>9.3f} {false.mean()[q]:>6.3f} "
                   f"{stated[q]:>8.4f} {found[1.0][q]:>9.3f} {found[2.0][q]:>9.3f}")  # fmt: skip
         any_false = null["verdict"].isin(["better", "worse"]).mean()
-        print(f"{w:>4}x{s:<2} {'all questions':>34} {covered.min():>9.3f} {any_false:>6.3f}"
-              f"   ({args.reps} null studies, {time.perf_counter() - t0:.0f} s)")
+        print(
+            f"{w:>4}x{s:<2} {'all questions':>34} {covered.min():>9.3f} {any_false:>6.3f}"
+            f"   ({args.reps} null studies, {time.perf_counter() - t0:.0f} s)"
+        )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 import pytest
-from bitarray import bitarray
+from bitarray import bitarray, decodetree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -144,6 +144,25 @@ def test_huffman_fixed_width_codes_match_bitarray(lengths):
     if n_used < 2**w:  # the all-ones word is no codeword of a canonical incomplete code
         with pytest.raises(CorruptStreamError):
             code.decode(bitarray("1" * w * 3, endian="big"), 3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_huffman_decoder_matches_bitarray_decodetree(seed):
+    """The compiled canonical decoder gives bitarray's decode-tree symbols, on complete
+    Huffman codes and on incomplete codes (Kraft sum < 1), whose unused words it rejects."""
+    rng = np.random.default_rng(seed)
+    p = rng.random(40) ** (4 * seed + 1)
+    codes = [HuffmanCode.from_pmf(p), HuffmanCode.from_lengths([1, 3, 3, 0, 5])]
+    for code in codes:
+        used = np.flatnonzero(code.lengths)
+        sym = rng.choice(used, size=5000)
+        bits = code.encode(sym)
+        ref = np.array(list(bits.decode(decodetree(code.codewords))))
+        np.testing.assert_array_equal(ref, sym)
+        np.testing.assert_array_equal(code.decode(bits, sym.size), ref)
+    incomplete = codes[1]  # codewords 0, 100, 101, 11000: 111 starts none
+    with pytest.raises(CorruptStreamError, match="no codeword"):
+        incomplete.decode(bitarray("0100111000", endian="big"), 4)
 
 
 def test_huffman_errors():

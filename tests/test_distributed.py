@@ -53,6 +53,7 @@ WORLD, STEPS, BATCH, SEED, LR = 2, 3, 4, 5, 0.1
 SMALL = {"min_entries": 100}  # quantize the two weight matrices (216 and 4608 entries)
 ENTRIES = 4916  # trainable entries of tiny_net
 SIZE_BYTES = 8  # the stated overhead per bucket of the byte exchange, besides padding
+STATUS_BYTES = 4  # the linear exchanges' failure check per bucket (an int32 all-reduced)
 
 #: run name -> compressor spec (None: DDP's default all-reduce, no hook)
 SPECS = {
@@ -455,8 +456,9 @@ def expected_wire_bytes(ranks: list[dict], name: str, step: int) -> int:
             SIZE_BYTES + max(len(s[0]) for s in sent)
             for _, _, sent in buckets_of(ranks, name, step)
         )
+    status = STATUS_BYTES * len(ranks[0][name]["rnds"][step])  # the failure check per bucket
     if exchange == "randomk":
-        return 4 * math.ceil(SPECS[name]["topk"] * ENTRIES)
+        return status + 4 * math.ceil(SPECS[name]["topk"] * ENTRIES)
     if exchange == "powersgd":
         total = 0
         for shape in SHAPES.values():
@@ -464,9 +466,9 @@ def expected_wire_bytes(ranks: list[dict], name: str, step: int) -> int:
             r = min(SPECS[name]["rate"], rows, cols) if len(shape) >= 2 else 0
             low = r and 2 * (rows + cols) * r < rows * cols
             total += (rows + cols) * r if low else math.prod(shape)
-        return 4 * total
+        return status + 4 * total
     big = sum(math.prod(s) for s in SHAPES.values() if math.prod(s) > SPECS[name]["min_entries"])
-    return 4 * (5 * math.ceil(SPECS[name]["rate"] * big / 500) + ENTRIES - big)
+    return status + 4 * (5 * math.ceil(SPECS[name]["rate"] * big / 500) + ENTRIES - big)
 
 
 # ---------------------------------------------------------------------------------------- tests

@@ -86,6 +86,8 @@ def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
     that torch.multiprocessing does not kill the other ranks first)."""
     td.start_group(rank, 2, init_file, GROUP_TIMEOUT_S)
     spec = {"quantizer": "uniform", "rate": 2, "topk": 0.2, **td.SMALL}
+    if fault == "linear_raises":  # PowerSGD on its P / Q all-reduce
+        spec = {"compressor": "powersgd", "rate": 2}
     model = td.tiny_net()
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     state = td.CompressionHookState(spec, model=model, seed=td.SEED, log_every=0)
@@ -100,6 +102,12 @@ def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
             raise RuntimeError("planted failure in compress")
 
         compressor.compress = compress
+    if fault == "linear_raises" and rank == 0:
+
+        def start_q(*args, **kwargs):
+            raise RuntimeError("planted failure in compress")
+
+        compressor.start_q = start_q
     message = "ok"
     try:
         for step in range(3):
@@ -119,6 +127,7 @@ def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
     [
         ("bad_bytes", "rank 1|tensor|truncated|bytes"),
         ("encode_raises", "planted failure in compress|rank\\(s\\) \\[0\\]"),
+        ("linear_raises", "planted failure in compress|1 of the 2 ranks"),
         ("rank_exits", ""),
     ],
 )
@@ -134,6 +143,6 @@ def test_a_failure_on_one_rank_ends_every_rank_with_an_error(tmp_path, fault, pa
         text = (tmp_path / f"rank{rank}.txt").read_text()
         assert text != "ok", (fault, rank)
         assert re.search(pattern, text), (fault, rank, text[:500])
-    if fault == "encode_raises":
+    if fault in ("encode_raises", "linear_raises"):
         assert "PeerFailedError" in (tmp_path / "rank1.txt").read_text()
         assert "planted failure" in (tmp_path / "rank0.txt").read_text()

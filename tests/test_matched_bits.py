@@ -28,8 +28,7 @@ def brute_hull(b, y):
     out = []
     for i in range(len(b)):
         beaten = any(
-            (b[j] <= b[i] and y[j] < y[i]) or (b[j] < b[i] and y[j] <= y[i])
-            for j in range(len(b))
+            (b[j] <= b[i] and y[j] < y[i]) or (b[j] < b[i] and y[j] <= y[i]) for j in range(len(b))
         )
         for j, k in itertools.permutations(range(len(b)), 2):
             if b[j] < b[i] < b[k]:
@@ -115,9 +114,7 @@ def test_frontier_matching_reads_the_operational_curve():
     between b1 and a2; past a3, up to the reference's most bits, on a3 itself."""
     m = match_points({"t": ("dense", 1.35)}, REF, "frontier")
     assert m.contrasts[0].weights == pytest.approx({"b1": 0.5, "a2": 0.5})
-    assert match_points({"t": ("dense", 3.0)}, REF, "frontier").contrasts[0].weights == {
-        "a3": 1.0
-    }
+    assert match_points({"t": ("dense", 3.0)}, REF, "frontier").contrasts[0].weights == {"a3": 1.0}
     assert "t" in match_points({"t": ("dense", 0.5)}, REF, "frontier").unmatched
     with pytest.raises(ValueError, match="match must be"):
         match_points({"t": ("dense", 1.0)}, REF, "hull")

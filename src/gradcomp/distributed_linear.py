@@ -50,6 +50,7 @@ import torch.distributed as dist
 from gradcomp.compression.count_sketch import Sketched
 from gradcomp.compression.powersgd import LowRank
 from gradcomp.compression.wire import encode_update
+from gradcomp.distributed_wire import STATUS_BYTES, agree_or_raise
 
 __all__ = [
     "LINEAR_EXCHANGES",
@@ -92,15 +93,22 @@ def exchange_random_k(state: Any, bucket: dist.GradBucket, update, named, rnd: i
     """``quantizer: none`` with random-K: the kept values summed at the shared positions."""
     buffer = bucket.buffer()
     compressor = state.compressor
-    payload, ctx = compressor.compress(update)
-    rate, n_bytes = compressor.rate(payload, ctx), len(encode_update(compressor, payload, ctx))
-    decoded = compressor.decompress(payload, ctx)
-    masks = {n: m.to(buffer.device) for n, m in compressor.kept_masks(payload, ctx).items()}
-    values = torch.cat(
-        [decoded[n].to(buffer.device, torch.float32)[masks[n]] for n, _ in named]
-    ).contiguous()
+    failure = None
+    try:
+        payload, ctx = compressor.compress(update)
+        rate = compressor.rate(payload, ctx)
+        n_bytes = len(encode_update(compressor, payload, ctx))
+        decoded = compressor.decompress(payload, ctx)
+        masks = {n: m.to(buffer.device) for n, m in compressor.kept_masks(payload, ctx).items()}
+        values = torch.cat(
+            [decoded[n].to(buffer.device, torch.float32)[masks[n]] for n, _ in named]
+        ).contiguous()
+    except Exception as err:  # told to the other ranks before it is raised here
+        failure = err
+    agree_or_raise(state, bucket, rnd, failure)
     sent = [values.cpu().numpy().tobytes()] if state.keep_bytes else None
-    state.record(rate, FLOAT_BYTES * values.numel(), bucket.is_last(), n_bytes, sent, rnd)
+    wire = STATUS_BYTES + FLOAT_BYTES * values.numel()
+    state.record(rate, wire, bucket.is_last(), n_bytes, sent, rnd)
     work = dist.all_reduce(values, group=state.group, async_op=True)
 
     def finish(fut: torch.futures.Future) -> torch.Tensor:
@@ -116,10 +124,10 @@ def exchange_random_k(state: Any, bucket: dist.GradBucket, update, named, rnd: i
     return work.get_future().then(finish)
 
 
-def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: int):
-    """PowerSGD with P and Q all-reduced (module doc)."""
-    buffer = bucket.buffer()
-    ps, world, group, device = state.compressor, state.world_size, state.group, buffer.device
+def _powersgd_p(state: Any, update, device):
+    """(matrices, raw tensors, ctx, payload shapes, the P vector) of one bucket: per matrix
+    ``P = M Q`` (the memory added to M), the raw tensors after the Ps."""
+    ps = state.compressor
     memory = ps.memory
     mats, raws, ctx, payload = {}, {}, {}, {}
     for name, t in update.items():
@@ -140,6 +148,20 @@ def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: i
     first = torch.cat(
         [p.reshape(-1) for _, _, p in mats.values()] + [t.reshape(-1) for t in raws.values()]
     )
+    return mats, raws, ctx, payload, first
+
+
+def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: int):
+    """PowerSGD with P and Q all-reduced (module doc)."""
+    buffer = bucket.buffer()
+    ps, world, group, device = state.compressor, state.world_size, state.group, buffer.device
+    memory = ps.memory
+    failure = None
+    try:
+        mats, raws, ctx, payload, first = _powersgd_p(state, update, device)
+    except Exception as err:  # told to the other ranks before it is raised here
+        failure = err
+    agree_or_raise(state, bucket, rnd, failure)
     keep = [first.cpu().numpy().tobytes()] if state.keep_bytes else None
     dist.all_reduce(first, group=group)
     first /= world
@@ -159,7 +181,7 @@ def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: i
     if keep is not None:
         keep.append(second.cpu().numpy().tobytes())
     rate = ps.rate(payload, {n: (c[0], c[1]) for n, c in ctx.items()})
-    wire = FLOAT_BYTES * (first.numel() + second.numel())
+    wire = STATUS_BYTES + FLOAT_BYTES * (first.numel() + second.numel())
     state.record(rate, wire, bucket.is_last(), _powersgd_bytes(state, ps, payload, ctx), keep, rnd)
     work = dist.all_reduce(second, group=group, async_op=True)
 
@@ -201,13 +223,19 @@ def exchange_sketch(state: Any, bucket: dist.GradBucket, update, named, rnd: int
     """Count sketch: the tables (and raw tensors) summed, the mean table unsketched."""
     buffer = bucket.buffer()
     sketch = state.compressor
-    payload, ctx = sketch.compress(update)
-    rate, n_bytes = sketch.rate(payload, ctx), len(encode_update(sketch, payload, ctx))
-    parts = [s.table.reshape(-1) for s in payload["sketches"]]
-    parts += [t.reshape(-1) for t in payload["raw"].values()]
-    flat = torch.cat(parts).to(buffer.device, torch.float32) if parts else torch.zeros(0)
+    failure = None
+    try:
+        payload, ctx = sketch.compress(update)
+        rate, n_bytes = sketch.rate(payload, ctx), len(encode_update(sketch, payload, ctx))
+        parts = [s.table.reshape(-1) for s in payload["sketches"]]
+        parts += [t.reshape(-1) for t in payload["raw"].values()]
+        flat = torch.cat(parts).to(buffer.device, torch.float32) if parts else torch.zeros(0)
+    except Exception as err:  # told to the other ranks before it is raised here
+        failure = err
+    agree_or_raise(state, bucket, rnd, failure)
     sent = [flat.cpu().numpy().tobytes()] if state.keep_bytes else None
-    state.record(rate, FLOAT_BYTES * flat.numel(), bucket.is_last(), n_bytes, sent, rnd)
+    wire = STATUS_BYTES + FLOAT_BYTES * flat.numel()
+    state.record(rate, wire, bucket.is_last(), n_bytes, sent, rnd)
     work = dist.all_reduce(flat, group=state.group, async_op=True)
 
     def finish(fut: torch.futures.Future) -> torch.Tensor:

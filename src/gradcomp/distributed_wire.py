@@ -44,12 +44,22 @@ import torch.distributed as dist
 
 from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
 
-__all__ = ["FAILED", "SIZE_BYTES", "decode_mean", "exchange_bytes", "gather_sizes"]
+__all__ = [
+    "FAILED",
+    "SIZE_BYTES",
+    "STATUS_BYTES",
+    "agree_or_raise",
+    "decode_mean",
+    "exchange_bytes",
+    "gather_sizes",
+]
 
 #: Bytes of one rank's size in the sizes all-gather (an int64, little-endian uint8 view).
 SIZE_BYTES = 8
 #: The size a rank sends when its compress or encode failed.
 FAILED = -1
+#: Bytes of one rank's status in a linear exchange's failure check (an int32).
+STATUS_BYTES = 4
 
 # torch 2.14 renamed all_gather_into_tensor (the older name warns)
 _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -66,6 +76,30 @@ def gather_sizes(size: int, device: torch.device, group: Any, world: int) -> lis
     out = torch.empty(world * SIZE_BYTES, dtype=torch.uint8, device=device)
     _all_gather(out, mine, group=group)
     return out.cpu().view(torch.int64).tolist()
+
+
+def _peer_failed(state: Any, bucket: dist.GradBucket, rnd: int, who: str) -> PeerFailedError:
+    return PeerFailedError(
+        f"{who} could not compress or encode bucket {bucket.index()} (update "
+        f"{rnd}); rank {state.rank} stops too"
+    )
+
+
+def agree_or_raise(
+    state: Any, bucket: dist.GradBucket, rnd: int, failure: BaseException | None
+) -> None:
+    """The linear exchanges' failure check before their all-reduces: every rank's status (1
+    if its compress raised ``failure``, else 0; :data:`STATUS_BYTES` on the bucket's device)
+    summed across ranks, synchronously; a rank that failed raises its own error, the others
+    a :class:`PeerFailedError`, so that none waits in an all-reduce its peer never joins."""
+    flag = torch.tensor([int(failure is not None)], dtype=torch.int32)
+    flag = flag.to(bucket.buffer().device)
+    dist.all_reduce(flag, group=state.group)
+    if failure is not None:
+        raise failure
+    if int(flag.item()):
+        n = int(flag.item())
+        raise _peer_failed(state, bucket, rnd, f"{n} of the {state.world_size} ranks")
 
 
 def decode_mean(
@@ -116,10 +150,7 @@ def exchange_bytes(state: Any, bucket: dist.GradBucket, update, named, rnd: int)
         raise failure
     failed = [r for r, s in enumerate(sizes) if s < 0]
     if failed:
-        raise PeerFailedError(
-            f"rank(s) {failed} could not compress or encode bucket {bucket.index()} (update "
-            f"{rnd}); rank {state.rank} stops too"
-        )
+        raise _peer_failed(state, bucket, rnd, f"rank(s) {failed}")
     longest = max(sizes)
     padded = torch.zeros(longest, dtype=torch.uint8)
     padded[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)

@@ -17,10 +17,11 @@ import numpy as np
 
 from gradcomp.coding.binary_rc import inline, njit
 
-__all__ = ["pack_bits", "read_gammas", "read_signed_gaps"]
+__all__ = ["pack_bits", "read_canonical", "read_gammas", "read_signed_gaps"]
 
 _ENDS_EARLY = -1
 _TOO_LONG = -2
+_NO_CODEWORD = -3
 
 
 @njit
@@ -130,3 +131,49 @@ def read_signed_gaps(
         np.ascontiguousarray(buf, np.uint8), int(start), n, gaps, negative, mags
     )
     return gaps, negative.astype(bool), mags, _checked(end)
+
+
+@njit
+def _read_canonical(buf, pos, n_bits, count, first, n_at, offset, symbols, max_len, out):
+    for i in range(count):
+        code, length = 0, 0
+        while True:
+            if pos >= n_bits:
+                return _ENDS_EARLY
+            code = (code << 1) | ((buf[pos >> 3] >> (7 - (pos & 7))) & 1)
+            pos += 1
+            length += 1
+            d = code - first[length]
+            if 0 <= d < n_at[length]:
+                out[i] = symbols[offset[length] + d]
+                break
+            if length >= max_len:
+                return _NO_CODEWORD
+    return pos
+
+
+def read_canonical(
+    buf: np.ndarray, n_bits: int, count: int, lengths: np.ndarray, order: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """``count`` symbols of the canonical prefix code with codeword ``lengths`` (int (L,),
+    0 = no codeword, at most 62 bits) whose symbols in canonical order (by length, then by
+    symbol) are ``order``, read from the first ``n_bits`` bits of ``buf`` (uint8, MSB first):
+    (int64 (count,), bits read). A codeword the code does not have raises ``ValueError``."""
+    max_len = int(lengths.max())
+    if max_len > 62:
+        raise ValueError(f"codewords of {max_len} bits: at most 62 here")
+    n_at = np.bincount(lengths[order], minlength=max_len + 1).astype(np.int64)
+    first = np.zeros(max_len + 2, dtype=np.int64)
+    offset = np.zeros(max_len + 2, dtype=np.int64)
+    code = 0
+    for length in range(1, max_len + 1):  # the canonical first codeword of each length
+        first[length], offset[length] = code, offset[length - 1] + n_at[length - 1]
+        code = (code + n_at[length]) << 1
+    out = np.empty(count, dtype=np.int64)
+    symbols = np.ascontiguousarray(order, dtype=np.int64)
+    end = _read_canonical(buf, 0, n_bits, count, first, n_at, offset, symbols, max_len, out)
+    if end == _ENDS_EARLY:
+        raise ValueError(f"the bits end before symbol {count} of {count}")
+    if end == _NO_CODEWORD:
+        raise ValueError("a bit sequence is no codeword of the code")
+    return out, end

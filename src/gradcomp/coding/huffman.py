@@ -373,6 +373,16 @@ class HuffmanCode:
             bits = bitarray(bits, endian="big")
         if self._width:
             return self._decode_fixed(bits, n)
+        if self.max_length <= 62:
+            from gradcomp.coding.bit_kernels import read_canonical
+
+            buf = np.frombuffer(bits.tobytes(), dtype=np.uint8)
+            try:
+                return read_canonical(buf, len(bits), n, self.lengths, self._order)[0]
+            except ValueError as exc:
+                raise CorruptStreamError(
+                    f"cannot decode {n} symbols from {len(bits)} bits: {exc}"
+                ) from None
         # fromiter into the narrowest dtype is measurably faster than into int64
         narrow = (
             np.uint8

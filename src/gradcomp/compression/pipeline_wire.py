@@ -178,7 +178,8 @@ class PipelineReceiver:
         numel = int(np.prod(shape, dtype=np.int64))
         indices = self._positions(r, name, numel)
         n = numel if indices is None else indices.size
-        out = torch.zeros(numel, dtype=torch.float64)
+        # rounding each value to dtype and then scattering is the same as the reverse
+        out = torch.zeros(numel, dtype=dtype)
         if n:
             quantizer = self._raw if numel <= self.spec["min_entries"] else self.quantizer
             q: QuantizedValues = quantizer.read_side(r, n, name=name, step=self.rnd)
@@ -189,11 +190,11 @@ class PipelineReceiver:
                 idx = _read_indices(r, quantizer, n, bool(self.spec["huffman"]))
                 values = quantizer.decode(q, torch.from_numpy(idx))
             if indices is None:
-                out = values
+                out = values.to(dtype)
             else:
-                out[torch.from_numpy(indices)] = values
+                out[torch.from_numpy(indices)] = values.to(dtype)
         r.finish()
-        return out.reshape(shape).to(dtype)
+        return out.reshape(shape)
 
     def decode(self, data: bytes | bytearray | memoryview) -> dict[str, torch.Tensor]:
         """The update (the layout's names, shapes and dtypes; CPU) from its bytes."""

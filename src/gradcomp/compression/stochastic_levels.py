@@ -94,9 +94,11 @@ class StochasticLevels(ValueQuantizer):
                 f"{self.kind}: tensor {name!r} has a bucket {self.scale_name} beyond float32 "
                 f"({float(scales.max()):.3g}), which its 32-bit side value cannot carry"
             )
-        per_value = scales.repeat_interleave(b)[:n]
-        safe = torch.where(per_value > 0, per_value, torch.ones_like(per_value))
-        r = torch.where(per_value > 0, self.s * v.abs() / safe, torch.zeros_like(v))
+        # per bucket row, the same divisions as value by value (s |v| / scale, 0 at scale 0)
+        safe = torch.where(scales > 0, scales, torch.ones_like(scales))
+        rows = self.s * padded.abs().reshape(n_buckets, b) / safe[:, None]
+        rows[scales <= 0] = 0.0
+        r = rows.reshape(-1)[:n]
         low = r.floor()
         u = torch.rand(v.shape, generator=self.generator, dtype=torch.float64).to(v.device)
         xi = (low + (u < r - low).to(torch.float64)).clamp_(max=self.s)

@@ -85,9 +85,7 @@ def pretrain(
                 raise FloatingPointError(
                     f"warm start of {settings.model}: loss {train_loss} in epoch {epoch}"
                 )
-            test_loss, test_acc = evaluate(
-                model, test_images, test_labels, device=dev
-            )
+            test_loss, test_acc = evaluate(model, test_images, test_labels, device=dev)
             rows.append(
                 {
                     "epoch": epoch,
