@@ -33,7 +33,10 @@ Kinds and what travels (float32, on the bucket's device):
 
 The first collective of PowerSGD is waited for in the hook (its result is needed before Q);
 every last collective is asynchronous and the averaged bucket is written in its future's
-callback. ``wire_bytes`` is 4 x the float32 numbers all-reduced. Sketch hashing and the
+callback. Before them, random-K, PowerSGD and the count sketch all-reduce one int32 status
+per bucket (:func:`~gradcomp.distributed_wire.agree_or_raise`): a rank whose compress raised
+stops every rank at once instead of leaving them in an all-reduce it never joins. ``wire_bytes``
+is that status (4 bytes) plus 4 x the float32 numbers all-reduced. Sketch hashing and the
 random-K masks run on the CPU (:mod:`~gradcomp.compression.sketch_hash`,
 :class:`~gradcomp.compression.random_k.RandomK`); the all-reduced vectors live on the
 bucket's device.
