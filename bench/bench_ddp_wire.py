@@ -273,7 +273,22 @@ def main() -> None:
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--phase", default="time", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--report", nargs="+", metavar="JSON",
+        help="only merge these results files (e.g. an accuracy run and a timing run) and print",
+    )  # fmt: skip
     args = p.parse_args()
+    if args.report:
+        merged = json.loads(Path(args.report[0]).read_text())
+        for extra in args.report[1:]:
+            more = json.loads(Path(extra).read_text())
+            for key in ("accuracy", "time"):
+                merged[key].update(more[key])
+            merged["args"] = {**more["args"], **merged["args"]}
+        text = report(merged)
+        Path(args.out).write_text(json.dumps(merged, indent=1))
+        print(text)
+        return
     if args.inner:
         with tempfile.TemporaryDirectory() as tmp:
             store = str(Path(tmp) / "store")
@@ -301,17 +316,94 @@ def main() -> None:
     print(text)
 
 
-def accuracy_verdicts(per_seed: dict[str, list[float]], margin: float) -> dict[str, dict]:
-    """Accuracy lost against DDP's default (default minus configuration, per seed) of every
-    configuration that trains with the ranks' exchange (not the floor, whose ranks train
-    apart): :func:`gradcomp.lossy.paired.seed_verdicts`, Holm over these comparisons."""
-    base = per_seed["default"]
+#: The reference of each accuracy family: DDP's default (every configuration that trains with
+#: the ranks' exchange; not the floor, whose ranks train apart) and PyTorch's PowerSGD hook
+#: (gradcomp's compressors: which is ahead of it at matched accuracy).
+REFERENCES = {
+    "default": lambda name: name not in ("default", "floor"),
+    "torch_powersgd_r4": lambda name: isinstance(CONFIGS.get(name), dict) and name != "none",
+}
+
+
+def accuracy_verdicts(per_seed: dict[str, list[float]], margin: float, reference: str):
+    """Accuracy lost against ``reference`` (reference minus configuration, per seed) of the
+    configurations of its family (:data:`REFERENCES`): :func:`gradcomp.lossy.paired.
+    seed_verdicts`, Holm over the family."""
+    base = per_seed[reference]
     lost = {
         name: [b - a for a, b in zip(accs, base, strict=True)]
         for name, accs in per_seed.items()
-        if name not in ("default", "floor")
+        if REFERENCES[reference](name)
     }
     return seed_verdicts(lost, margin)
+
+
+def accuracy_lines(results: dict, model: str, per_seed: dict, margin: float) -> list[str]:
+    """The accuracy table of ``model``: mean over seeds, and per reference of
+    :data:`REFERENCES` the accuracy lost and its verdict (stored in ``results["verdicts"]``)."""
+    seeds = len(per_seed["default"])
+    verdicts = {
+        ref: accuracy_verdicts(per_seed, margin, ref) for ref in REFERENCES if ref in per_seed
+    }
+    results.setdefault("verdicts", {})[model] = verdicts
+    head = "| config | accuracy, mean (min-max) |"
+    for ref, family in verdicts.items():
+        head += f" lost vs {ref} [95 % interval] | Holm p ({len(family)}) | detectable | verdict |"
+    lines = [
+        f"\n{model}, test accuracy after {results['args']['acc_steps']} steps, {seeds} seeds "
+        f"(accuracy lost = reference minus configuration, paired by seed, 95 % t interval "
+        f"over seeds; Holm over each reference's family; equivalent: TOST within "
+        f"+-{margin:g})\n",
+        head,
+        "|---|---|" + "---|---|---|---|" * len(verdicts),
+    ]
+    for name, accs in per_seed.items():
+        row = f"| {name} | {statistics.mean(accs):.3f} ({min(accs):.3f}-{max(accs):.3f}) |"
+        for ref, family in verdicts.items():
+            v = family.get(name)
+            if v is None:
+                row += " reference | | | |" if name == ref else " - | | | |"
+                continue
+            row += (
+                f" {v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}] | {v['p_holm']:.3g} "
+                f"| {v['min_detectable']:.3f} | {v['verdict']} |"
+            )
+        lines.append(row)
+    return lines
+
+
+def summary_lines(results: dict, model: str) -> list[str]:
+    """One table of ``model`` across the link rates (the one docs/distributed.md shows): per
+    configuration the exchange, bytes per rank and step, median ms per step at each rate as a
+    multiple of DDP's default (the slowest rate) or of the floor (the others), rank 0's CPU
+    above the floor's at the middle rate, and the accuracy over seeds with its verdict."""
+    rates = sorted(results["time"], key=float)
+    timing = {rate: results["time"][rate][model] for rate in rates}
+    verdicts = results.get("verdicts", {}).get(model, {}).get("default", {})
+    accs = results["accuracy"].get(model, {})
+    mid = rates[len(rates) // 2]
+    head = "| configuration | exchange | bytes per rank and step |"
+    for i, rate in enumerate(rates):
+        head += f" {float(rate):g} Mbit/s ms (x {'default' if i == 0 else 'floor'}) |"
+    head += f" CPU ms - floor ({float(mid):g} Mbit/s) | test accuracy | lost vs default |"
+    lines = [f"\n**{model}**\n", head, "| --- | --- | ---: |" + " ---: |" * (len(rates) + 3)]
+    for name in timing[rates[0]]:
+        first = timing[rates[0]][name]
+        row = f"| {name} | {first['exchange']} | {first['wire_bytes']:,.0f} |"
+        for i, rate in enumerate(rates):
+            r = timing[rate][name]
+            base = timing[rate]["default" if i == 0 else "floor"]["ms"]
+            row += (
+                f" {r['ms']:.0f} ({r['ms_min']:.0f}-{r['ms_max']:.0f}) **{r['ms'] / base:.2f}** |"
+            )
+        cpu = timing[mid][name]["cpu_ms"] - timing[mid]["floor"]["cpu_ms"]
+        acc = f"{statistics.mean(accs[name]):.3f}" if name in accs else "-"
+        v = verdicts.get(name)
+        lost = "reference" if name == "default" else "-"
+        if v is not None:
+            lost = f"{v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}] {v['verdict']}"
+        lines.append(row + f" {cpu:+.0f} | {acc} | {lost} |")
+    return lines
 
 
 def report(results: dict) -> str:
@@ -338,29 +430,10 @@ def report(results: dict) -> str:
                     f"| {r['cpu_ms']:.0f} ({r['cpu_ms'] - floor_cpu:+.0f}) |"
                 )
         per_seed = results["accuracy"].get(model)
-        if not per_seed:
-            continue
-        verdicts = results.setdefault("verdicts", {})[model] = accuracy_verdicts(per_seed, margin)
-        seeds = len(per_seed["default"])
-        lines += [
-            f"\n{model}, test accuracy after {results['args']['acc_steps']} steps, {seeds} seeds "
-            f"(accuracy lost = default minus configuration, 95 % t interval over seeds; Holm "
-            f"over {len(verdicts)} comparisons; equivalent: TOST within +-{margin:g})\n",
-            "| config | accuracy, mean (min-max) | accuracy lost [95 % interval] | Holm p "
-            "| detectable | verdict |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, accs in per_seed.items():
-            v = verdicts.get(name)
-            cells = "| - | - | - | reference |" if name == "default" else "| - | - | - | - |"
-            if v is not None:
-                cells = (
-                    f"| {v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}] | {v['p_holm']:.3g} "
-                    f"| {v['min_detectable']:.3f} | {v['verdict']} |"
-                )
-            lines.append(
-                f"| {name} | {statistics.mean(accs):.3f} ({min(accs):.3f}-{max(accs):.3f}) " + cells
-            )
+        if per_seed:
+            lines += accuracy_lines(results, model, per_seed, margin)
+        if results["time"]:
+            lines += summary_lines(results, model)
     return "\n".join(lines)
 
 
