@@ -30,18 +30,24 @@ TOST within ``--margin``; better / worse; else undecided) beside the smallest di
 seeds detect (:func:`gradcomp.lossy.paired.seed_verdicts`). The floor's ranks train apart
 (no exchange), so it is not compared.
 
-    python bench/bench_ddp_wire.py --data ../shared/data/cifar10-jpeg --out /tmp/ddp_wire.json
+    python bench/bench_ddp_wire.py --phases accuracy --out /tmp/acc.json
+    python bench/bench_ddp_wire.py --phases time --out /tmp/time.json
+    python bench/bench_ddp_wire.py --phases time --rates 100 --rounds 6 --out /tmp/t100.json
+    python bench/bench_ddp_wire.py --report /tmp/acc.json /tmp/time.json /tmp/t100.json
 
-Without root, ``unshare`` or ``tc`` it says so and times one unlimited run. With the
-defaults it took 13-14 minutes on the 2-core development machine (load 3-6): the accuracy
-phase 4-7, the timing at 10 Mbit/s 6-7 (DDP's default alone takes 3.9 s a step there), at
-100 and 1000 Mbit/s 1-2 each; ``--phases time`` or fewer ``--models`` / ``--rates`` for less.
+(what docs/distributed.md shows; ``--data`` names the CIFAR-10 tree, decoded once into
+``--cache``). Without root, ``unshare`` or ``tc`` it says so and times one unlimited run. On
+the 2-core development machine the accuracy phase took 32 minutes (5 seeds x 12
+configurations x 2 models x 80 steps), the timing 9 (10 Mbit/s 6 of them: DDP's default alone
+takes 3.9 s a step there), the 6-round 100 Mbit/s run 3; fewer ``--models`` / ``--rates`` /
+``--acc-seeds`` for less.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -235,6 +241,11 @@ def accuracy_of(data, rank: int, args, model_name: str, seed: int) -> dict[str, 
     return out
 
 
+def rate_key(rate) -> str:
+    """The results' key of a link rate in Mbit/s ("10", "100"; "None": unlimited)."""
+    return "None" if rate in (None, "None") else f"{float(rate):g}"
+
+
 def run_phase(args, phase: str, rate: float | None) -> dict:
     """One inner run (spawning the ranks), in a limited namespace when ``rate`` is given."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -265,7 +276,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=3, help="timed steps per configuration, round")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per configuration, round")
-    p.add_argument("--acc-steps", type=int, default=60, help="training steps before the test")
+    p.add_argument("--acc-steps", type=int, default=80, help="training steps before the test")
     p.add_argument("--acc-seeds", type=int, default=5, help="seeds (paired units) of accuracy")
     p.add_argument("--margin", type=float, default=0.03, help="equivalence margin, accuracy")
     p.add_argument("--phases", nargs="+", default=["accuracy", "time"])
@@ -280,10 +291,12 @@ def main() -> None:
     args = p.parse_args()
     if args.report:
         merged = json.loads(Path(args.report[0]).read_text())
+        merged["time"] = {rate_key(r): t for r, t in merged["time"].items()}
         for extra in args.report[1:]:
             more = json.loads(Path(extra).read_text())
+            more["time"] = {rate_key(r): t for r, t in more["time"].items()}
             for key in ("accuracy", "time"):
-                merged[key].update(more[key])
+                merged[key].update(more[key])  # a later file's rate replaces an earlier's
             merged["args"] = {**more["args"], **merged["args"]}
         text = report(merged)
         Path(args.out).write_text(json.dumps(merged, indent=1))
@@ -309,7 +322,7 @@ def main() -> None:
         results["accuracy"] = run_phase(args, "accuracy", None)
     if "time" in args.phases:
         for rate in rates:
-            results["time"][str(rate)] = run_phase(args, "time", rate)
+            results["time"][rate_key(rate)] = run_phase(args, "time", rate)
     results["total_s"] = time.monotonic() - started
     text = report(results)  # adds the accuracy verdicts to the results
     Path(args.out).write_text(json.dumps(results, indent=1))
@@ -377,15 +390,16 @@ def summary_lines(results: dict, model: str) -> list[str]:
     configuration the exchange, bytes per rank and step, median ms per step at each rate as a
     multiple of DDP's default (the slowest rate) or of the floor (the others), rank 0's CPU
     above the floor's at the middle rate, and the accuracy over seeds with its verdict."""
-    rates = sorted(results["time"], key=float)
+    rates = sorted(results["time"], key=lambda r: math.inf if r == "None" else float(r))
     timing = {rate: results["time"][rate][model] for rate in rates}
     verdicts = results.get("verdicts", {}).get(model, {}).get("default", {})
     accs = results["accuracy"].get(model, {})
     mid = rates[len(rates) // 2]
     head = "| configuration | exchange | bytes per rank and step |"
     for i, rate in enumerate(rates):
-        head += f" {float(rate):g} Mbit/s ms (x {'default' if i == 0 else 'floor'}) |"
-    head += f" CPU ms - floor ({float(mid):g} Mbit/s) | test accuracy | lost vs default |"
+        link = "unlimited" if rate == "None" else f"{rate} Mbit/s"
+        head += f" {link} ms (x {'default' if i == 0 else 'floor'}) |"
+    head += f" CPU ms - floor ({mid} Mbit/s) | test accuracy | lost vs default |"
     lines = [f"\n**{model}**\n", head, "| --- | --- | ---: |" + " ---: |" * (len(rates) + 3)]
     for name in timing[rates[0]]:
         first = timing[rates[0]][name]
@@ -415,7 +429,7 @@ def report(results: dict) -> str:
         for rate, per_model in results["time"].items():
             rows = per_model[model]
             base, floor = rows["default"]["ms"], rows["floor"]["ms"]
-            link = "unlimited" if rate == "None" else f"{float(rate):g} Mbit/s"
+            link = "unlimited" if rate == "None" else f"{rate} Mbit/s"
             lines += [
                 f"\n{model}, {link}\n",
                 "| config | ms/step (min-max) | x default | x floor | bytes/rank-step "
