@@ -58,12 +58,13 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    bucket's device (uint8 for sizes and bytes), ready for NCCL. A compress or encode that
    raises on one rank is told to the others through the sizes (the byte exchange) or a
    one-int32 status (random-K, PowerSGD, count sketch), and each rank raises; bytes that
-   do not decode raise :class:`~gradcomp.compression.wire.WireFormatError` on every rank (all decode the same bytes). Set the process group's
-   ``timeout``: a rank that dies outright leaves the others waiting for it that long.
+   do not decode raise :class:`~gradcomp.compression.wire.WireFormatError` on every rank
+   (all decode the same bytes). Set the process group's ``timeout``: a rank that dies outright leaves the others waiting for it that long.
 
 ``StepBits.wire_bytes`` is what this rank handed to the collectives per step (sizes, padded
 payloads, or the status and the all-reduced floats); ``StepBits.payload_bytes`` the length
-of its payloads in the byte format. docs/distributed.md has the costs measured on rate-limited links.
+of its payloads in the byte format. docs/distributed.md has the costs measured on
+rate-limited links.
 
 Bits are recorded per rank and step in ``state.history`` (:class:`StepBits`) and logged to the
 ``gradcomp.distributed`` logger every ``log_every`` steps.
