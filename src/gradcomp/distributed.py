@@ -59,7 +59,8 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    raises on one rank is told to the others through the sizes (the byte exchange) or a
    one-int32 status (random-K, PowerSGD, count sketch), and each rank raises; bytes that
    do not decode raise :class:`~gradcomp.compression.wire.WireFormatError` on every rank
-   (all decode the same bytes). Set the process group's ``timeout``: a rank that dies outright leaves the others waiting for it that long.
+   (all decode the same bytes). Set the process group's ``timeout``: a rank that dies
+   outright leaves the others waiting for it that long.
 
 ``StepBits.wire_bytes`` is what this rank handed to the collectives per step (sizes, padded
 payloads, or the status and the all-reduced floats); ``StepBits.payload_bytes`` the length
