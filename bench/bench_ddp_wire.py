@@ -176,12 +176,12 @@ def worker(rank: int, args: argparse.Namespace, store: str, out: str) -> None:
     results = {}
     for model_name in args.models:
         if args.phase == "time":
-            runs = {name: setup(name, c, model_name) for name, c in CONFIGS.items()}
+            runs = {name: setup(name, CONFIGS[name], model_name) for name in args.configs}
             results[model_name] = time_configs(runs, batches, args)
             del runs
         else:
             results[model_name] = {
-                name: [] for name in CONFIGS
+                name: [] for name in args.configs
             }  # configuration -> test accuracy per seed
             for seed in range(args.acc_seeds):
                 for name, acc in accuracy_of(data, rank, args, model_name, seed).items():
@@ -229,8 +229,8 @@ def accuracy_of(data, rank: int, args, model_name: str, seed: int) -> dict[str, 
     streams, the same for every configuration of the seed (a paired design)."""
     out = {}
     batches = Batches(data, rank, args.batch, stream=seed)
-    for name, config in CONFIGS.items():
-        ddp, _, opt = setup(name, config, model_name, seed)
+    for name in args.configs:
+        ddp, _, opt = setup(name, CONFIGS[name], model_name, seed)
         torch.manual_seed(10_000 + rank + 7919 * seed)  # dropout: alike across configs
         for step in range(args.acc_steps):
             train_step(ddp, opt, *batches(step))
@@ -251,7 +251,7 @@ def run_phase(args, phase: str, rate: float | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         cmd = [sys.executable, __file__, "--inner", "--phase", phase, "--result", str(out)]
-        cmd += ["--cache", args.cache, "--models", *args.models]
+        cmd += ["--cache", args.cache, "--models", *args.models, "--configs", *args.configs]
         for key in ("batch", "steps", "rounds", "warmup", "acc_steps", "acc_seeds"):
             cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
         if rate is not None:
@@ -280,6 +280,11 @@ def main() -> None:
     p.add_argument("--acc-seeds", type=int, default=5, help="seeds (paired units) of accuracy")
     p.add_argument("--margin", type=float, default=0.03, help="equivalence margin, accuracy")
     p.add_argument("--phases", nargs="+", default=["accuracy", "time"])
+    p.add_argument(
+        "--configs", nargs="+", metavar="NAME", default=list(CONFIGS),
+        help="a subset of the configurations (default: all; DDP's default and the floor are "
+        "always run, as the references)",
+    )  # fmt: skip
     p.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "ddp_wire.json"))
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--phase", default="time", help=argparse.SUPPRESS)
@@ -289,6 +294,10 @@ def main() -> None:
         help="only merge these results files (e.g. an accuracy run and a timing run) and print",
     )  # fmt: skip
     args = p.parse_args()
+    unknown = sorted(set(args.configs) - set(CONFIGS))
+    if unknown:
+        p.error(f"--configs: unknown {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
+    args.configs = [n for n in CONFIGS if n in {"floor", "default", *args.configs}]
     if args.report:
         merged = json.loads(Path(args.report[0]).read_text())
         merged["time"] = {rate_key(r): t for r, t in merged["time"].items()}
