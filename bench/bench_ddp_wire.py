@@ -246,6 +246,13 @@ def rate_key(rate) -> str:
     return "None" if rate in (None, "None") else f"{float(rate):g}"
 
 
+def load_results(path: str) -> dict:
+    """A results file, its link rates keyed by :func:`rate_key`."""
+    results = json.loads(Path(path).read_text())
+    results["time"] = {rate_key(r): t for r, t in results["time"].items()}
+    return results
+
+
 def run_phase(args, phase: str, rate: float | None) -> dict:
     """One inner run (spawning the ranks), in a limited namespace when ``rate`` is given."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -299,11 +306,8 @@ def main() -> None:
         p.error(f"--configs: unknown {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
     args.configs = [n for n in CONFIGS if n in {"floor", "default", *args.configs}]
     if args.report:
-        merged = json.loads(Path(args.report[0]).read_text())
-        merged["time"] = {rate_key(r): t for r, t in merged["time"].items()}
-        for extra in args.report[1:]:
-            more = json.loads(Path(extra).read_text())
-            more["time"] = {rate_key(r): t for r, t in more["time"].items()}
+        merged, *extras = map(load_results, args.report)
+        for more in extras:
             for key in ("accuracy", "time"):
                 merged[key].update(more[key])  # a later file's rate replaces an earlier's
             merged["args"] = {**more["args"], **merged["args"]}
