@@ -40,7 +40,8 @@ seeds detect (:func:`gradcomp.lossy.paired.seed_verdicts`). The floor's ranks tr
 the 2-core development machine the accuracy phase took 32 minutes (5 seeds x 12
 configurations x 2 models x 80 steps), the timing 9 (10 Mbit/s 6 of them: DDP's default alone
 takes 3.9 s a step there), the 6-round 100 Mbit/s run 3; fewer ``--models`` / ``--rates`` /
-``--acc-seeds`` for less.
+``--acc-seeds`` / ``--configs`` (a subset of :data:`CONFIGS`; DDP's default and the floor
+always run) for less.
 """
 
 from __future__ import annotations

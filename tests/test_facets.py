@@ -16,7 +16,7 @@ import yaml  # noqa: E402
 from conftest import REPO  # noqa: E402
 from gradcomp import plots  # noqa: E402
 from gradcomp.compression.entries import entry_kind  # noqa: E402
-from gradcomp.lossy import facets, figures, styles  # noqa: E402
+from gradcomp.lossy import facets, figures, figures_paired, styles  # noqa: E402
 from gradcomp.study_pieces import compressor_variants  # noqa: E402
 
 
@@ -121,8 +121,8 @@ def test_paper_scale_figures_are_bounded(tmp_path, monkeypatch) -> None:
     figures.figures_y1_y3(
         rounds, quantizers, out / "Y1.png", out / "Y2.png", out / "Y3.png", model="cnn"
     )
-    figures.figure_y6(tables, quantizers, out / "Y6.png", baseline="uniform", title="Y6")
-    figures.figure_y7(tables, quantizers, out / "Y7.png", title="Y7", baseline="uniform")
+    figures_paired.figure_y6(tables, quantizers, out / "Y6.png", baseline="uniform", title="Y6")
+    figures_paired.figure_y7(tables, quantizers, out / "Y7.png", title="Y7", baseline="uniform")
     assert sorted(seen) == ["Y1.png", "Y2.png", "Y3.png", "Y6.png", "Y7.png"]
     for name, (width, legend_share) in seen.items():
         assert width <= 13.5, (name, width)

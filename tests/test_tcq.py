@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from gradcomp.compression.specs import SpecError, build_compressor, check_spec
+from gradcomp.compression.build import build_compressor
+from gradcomp.compression.specs import SpecError, check_spec
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.tcq import (
     UNGERBOECK_1D,

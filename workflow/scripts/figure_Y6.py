@@ -1,7 +1,7 @@
 """Snakemake script: figure Y6 (the one-round paired study)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.figures import figure_y6
+from gradcomp.lossy.figures_paired import figure_y6
 from gradcomp.reporting import data_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,7 +1,7 @@
 """Snakemake script: table T5 (BD-rate of every compressor's rate curve against the baseline)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.tables import table_t5
+from gradcomp.lossy.bd_rate_table import table_t5
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])

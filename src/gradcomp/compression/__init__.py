@@ -6,7 +6,8 @@ One idea per module: :mod:`~gradcomp.compression.rates` (uplink bits by part),
 interface and simple kinds; one module per model-based kind, :mod:`~.registry` maps names to
 classes), :mod:`~gradcomp.compression.update_compression` (a whole update
 through one compressor: ``compress`` / ``decompress`` / ``rate``) and
-:mod:`~gradcomp.compression.specs` (checking and building compressors from plain dicts),
+:mod:`~gradcomp.compression.specs` (checking compressors' plain-dict specs),
+:mod:`~gradcomp.compression.build` (building them),
 :mod:`~gradcomp.compression.entries` (config entries expanded into variants) and
 :mod:`~gradcomp.compression.protocol` (the interface a user's compressor implements).
 
@@ -34,6 +35,7 @@ pipeline) and :mod:`~gradcomp.compression.sketch_wire` (a count sketch; PowerSGD
 module).
 """
 
+from gradcomp.compression.build import build_compressor, make_quantizer
 from gradcomp.compression.entries import EntryError, Variant, entry_kind, expand_entries
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
@@ -57,9 +59,7 @@ from gradcomp.compression.specs import (
     COMPRESSORS,
     CheckedSpec,
     SpecError,
-    build_compressor,
     check_spec,
-    make_quantizer,
     variant_label,
 )
 from gradcomp.compression.terngrad import TernGrad

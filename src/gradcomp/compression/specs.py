@@ -1,13 +1,14 @@
-"""Compressor specs: the one place where a compressor's settings are checked and built.
+"""Compressor specs: the one place where a compressor's settings are checked.
 
 A *spec* is a plain dict describing one compressor at one rate and M (what one federated run
-uses); :func:`build_compressor` turns it into a compressor object: a :class:`QuantizerPipeline`
-(memory, sparsifier, value quantizer, Huffman) for a ``quantizer`` kind, a self-contained
-compressor of :data:`COMPRESSORS` for a ``compressor`` kind (PowerSGD), or a user's
-class for ``class`` (:mod:`~gradcomp.compression.user_compressors`).
-:func:`check_spec` returns a :class:`CheckedSpec` (read-only, every key filled in), which
-:func:`build_compressor` builds without checking it again; the workflow checks every spec once,
-before any job starts, and a job rebuilds its spec with :meth:`CheckedSpec.trusted`.
+uses); :func:`~gradcomp.compression.build.build_compressor` turns it into a compressor
+object: a :class:`QuantizerPipeline` (memory, sparsifier, value quantizer, Huffman) for a
+``quantizer`` kind, a self-contained compressor of :data:`COMPRESSORS` for a ``compressor``
+kind (PowerSGD), or a user's class for ``class``
+(:mod:`~gradcomp.compression.user_compressors`). :func:`check_spec` returns a
+:class:`CheckedSpec` (read-only, every key filled in), which ``build_compressor`` builds
+without checking it again; the workflow checks every spec once, before any job starts, and a
+job rebuilds its spec with :meth:`CheckedSpec.trusted`.
 
 Spec keys (``None`` means absent):
 
@@ -64,19 +65,15 @@ specs by :mod:`gradcomp.compression.entries`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from gradcomp.compression import user_compressors
 from gradcomp.compression.lloyd_quantizer import FIT_TO, LLOYD_FAMILIES
-from gradcomp.compression.memory import DEFAULT_DECAY, MEMORY_MODES, ResidualMemory
-from gradcomp.compression.random_k import RandomK
+from gradcomp.compression.memory import DEFAULT_DECAY, MEMORY_MODES
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
-from gradcomp.compression.sparsifiers import TopK
-from gradcomp.compression.update_compression import Quantize, QuantizerPipeline
-from gradcomp.compression.value_quantizers import ValueQuantizer
 
 __all__ = [
     "SOURCE_KEYS",
@@ -84,11 +81,9 @@ __all__ = [
     "SPEC_KEYS",
     "COMPRESSORS",
     "SpecError",
-    "build_compressor",
     "check_spec",
     "is_int",
     "is_number",
-    "make_quantizer",
     "user_seed",
     "variant_label",
 ]
@@ -395,50 +390,6 @@ def _check_class(s: Mapping[str, Any]) -> dict[str, Any]:
     except ValueError as err:
         raise SpecError("class", str(err)) from None
     return spec
-
-
-def make_quantizer(
-    spec: Mapping[str, Any], *, fit_fn: Callable[..., Any] | None = None
-) -> ValueQuantizer:
-    """The value quantizer of a checked spec (see :func:`check_spec`), from the registry."""
-    return QUANTIZERS[spec["quantizer"]].from_spec(spec, fit_fn=fit_fn)
-
-
-def build_compressor(
-    spec: Mapping[str, Any],
-    *,
-    fit_fn: Callable[..., Any] | None = None,
-    entropy_coder: Callable[[np.ndarray], Any] | None = None,
-) -> Any:
-    """The compressor of a spec (see the module doc); raises :class:`SpecError`. A
-    :class:`CheckedSpec` is built as it is, any other mapping is checked first.
-
-    A :class:`QuantizerPipeline` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
-    else the quantizer's own ``entropy_coder`` method if it has one, else Huffman), else the
-    ``compressor`` kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
-    """
-    s = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
-    if s["compressor"] is not None:
-        return COMPRESSORS[s["compressor"]].from_spec(s)
-    if s["class"] is not None:
-        return user_compressors.build_user_compressor(s)
-    quantizer = make_quantizer(s, fit_fn=fit_fn)
-    sparsifier = None
-    if s["sparsifier"] == "topk":
-        sparsifier = TopK(s["topk"])
-    elif s["sparsifier"] == "randomk":
-        # with error feedback unscaled (Stich et al. 2018): the scaled one's memory diverges
-        sparsifier = RandomK(s["topk"], seed=s["seed"], unbiased=not s["error_feedback"])
-    return QuantizerPipeline(
-        Quantize(quantizer, s["min_entries"]),
-        topk=sparsifier,
-        memory=(
-            ResidualMemory(s["memory_decay"], s["memory_mode"]) if s["error_feedback"] else None
-        ),
-        huffman=s["huffman"],
-        entropy_coder=entropy_coder or getattr(quantizer, "entropy_coder", None),
-        name=s["name"],
-    )
 
 
 def variant_label(name: str, rate: int, M: int) -> str:

@@ -37,9 +37,10 @@ from typing import Any, Protocol
 import torch
 
 from gradcomp.compression import user_compressors
+from gradcomp.compression.build import make_quantizer
 from gradcomp.compression.pipeline_wire import PipelineReceiver
 from gradcomp.compression.registry import COMPRESSORS
-from gradcomp.compression.specs import CheckedSpec, check_spec, make_quantizer, user_seed
+from gradcomp.compression.specs import CheckedSpec, check_spec, user_seed
 from gradcomp.compression.update_compression import QuantizerPipeline
 from gradcomp.compression.wire_fields import WireFormatError
 from gradcomp.compression.wire_records import (

@@ -224,7 +224,8 @@ class UserCompressors:
         self.spec, self.seed = spec, int(seed) + 1000 * int(rnd)
 
     def __call__(self, user: int) -> Compressor:
-        from gradcomp.compression.specs import build_compressor, user_seed
+        from gradcomp.compression.build import build_compressor
+        from gradcomp.compression.specs import user_seed
 
         return build_compressor(self.spec.with_seed(user_seed(self.seed, user)))
 

@@ -1,0 +1,68 @@
+"""Building a compressor from a checked spec (:mod:`gradcomp.compression.specs` checks it).
+
+:func:`make_quantizer` gives a spec's value quantizer from the registry; :func:`build_compressor`
+the whole compressor: a :class:`QuantizerPipeline` for a ``quantizer`` kind, the registered
+class for a ``compressor`` kind, the user's class for ``class``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from gradcomp.compression import user_compressors
+from gradcomp.compression.memory import ResidualMemory
+from gradcomp.compression.random_k import RandomK
+from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
+from gradcomp.compression.sparsifiers import TopK
+from gradcomp.compression.specs import CheckedSpec, check_spec
+from gradcomp.compression.update_compression import Quantize, QuantizerPipeline
+from gradcomp.compression.value_quantizers import ValueQuantizer
+
+__all__ = ["build_compressor", "make_quantizer"]
+
+
+def make_quantizer(
+    spec: Mapping[str, Any], *, fit_fn: Callable[..., Any] | None = None
+) -> ValueQuantizer:
+    """The value quantizer of a checked spec (see :func:`check_spec`), from the registry."""
+    return QUANTIZERS[spec["quantizer"]].from_spec(spec, fit_fn=fit_fn)
+
+
+def build_compressor(
+    spec: Mapping[str, Any],
+    *,
+    fit_fn: Callable[..., Any] | None = None,
+    entropy_coder: Callable[[np.ndarray], Any] | None = None,
+) -> Any:
+    """The compressor of a spec (see the module doc); raises :class:`SpecError`. A
+    :class:`CheckedSpec` is built as it is, any other mapping is checked first.
+
+    A :class:`QuantizerPipeline` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
+    else the quantizer's own ``entropy_coder`` method if it has one, else Huffman), else the
+    ``compressor`` kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
+    """
+    s = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
+    if s["compressor"] is not None:
+        return COMPRESSORS[s["compressor"]].from_spec(s)
+    if s["class"] is not None:
+        return user_compressors.build_user_compressor(s)
+    quantizer = make_quantizer(s, fit_fn=fit_fn)
+    sparsifier = None
+    if s["sparsifier"] == "topk":
+        sparsifier = TopK(s["topk"])
+    elif s["sparsifier"] == "randomk":
+        # with error feedback unscaled (Stich et al. 2018): the scaled one's memory diverges
+        sparsifier = RandomK(s["topk"], seed=s["seed"], unbiased=not s["error_feedback"])
+    return QuantizerPipeline(
+        Quantize(quantizer, s["min_entries"]),
+        topk=sparsifier,
+        memory=(
+            ResidualMemory(s["memory_decay"], s["memory_mode"]) if s["error_feedback"] else None
+        ),
+        huffman=s["huffman"],
+        entropy_coder=entropy_coder or getattr(quantizer, "entropy_coder", None),
+        name=s["name"],
+    )

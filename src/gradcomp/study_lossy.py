@@ -1,0 +1,339 @@
+"""Paper Y's part of the study: the ``lossy`` section as typed, frozen objects and its checks.
+
+:class:`LossySection` holds the federation's settings and the compressor variants with their
+checked specs; :class:`DistortionStudy`, :class:`Question` and :class:`Verdicts` the Y5 study
+and the primary questions. :func:`build_lossy` runs every check that relates two ``lossy``
+keys (the baseline's rates, the one-round reference, the questions' curves and M, the warm
+start's pretraining pool, ...) and appends each failure, naming its key, to the caller's
+list; :func:`gradcomp.study.build_study` reports them all at once. Split from
+:mod:`gradcomp.study` to keep each module small; import either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from gradcomp.compression.entries import Variant, entry_kind
+from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, variant_label
+from gradcomp.lossy.matched_bits import kept_set_of
+from gradcomp.study_pieces import compressor_variants, freeze
+
+__all__ = ["DistortionStudy", "LossySection", "Question", "Verdicts", "build_lossy"]
+
+
+@dataclass(frozen=True)
+class DistortionStudy:
+    """Y5's study (``lossy.distortion_study``): the run whose update snapshot it quantizes
+    (compressor, rate, M, first seed; Y4 shows the same snapshot), the tensor and the rates."""
+
+    compressor: str
+    rate: int
+    M: int
+    tensor: str
+    rates: tuple[int, ...]
+    #: model -> the tensor quantized for that model (default ``tensor``)
+    model_tensor: Mapping[str, str]
+
+    @property
+    def label(self) -> str:
+        """The run's variant label ``{compressor}/R{rate}_M{M}``."""
+        return variant_label(self.compressor, self.rate, self.M)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One primary question (``lossy.verdicts.questions``): the ``test`` rate curve at ``M``
+    against the ``reference`` curve at ``reference_M``, at matched measured bits, matched
+    on the same kept set or against the reference's front (``match``,
+    :mod:`gradcomp.lossy.matched_bits`)."""
+
+    test: str
+    M: int
+    reference: str
+    reference_M: int
+    match: str
+
+    @property
+    def label(self) -> str:
+        """:func:`gradcomp.lossy.verdicts.question_label`."""
+        from gradcomp.lossy.verdicts import question_label
+
+        return question_label(dataclasses.asdict(self))
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """How the primary questions are decided (``lossy.verdicts``): the equivalence margin in
+    nats, the family-wise error rate, the power the detectable difference is stated at, the
+    difference (nats) whose required warm starts each verdict states."""
+
+    margin: float
+    alpha: float
+    power: float
+    target: float
+    questions: tuple[Question, ...]
+
+
+@dataclass(frozen=True)
+class LossySection:
+    """Paper Y (``lossy``): the federation's settings and the compressor variants.
+
+    ``variants`` holds one checked spec per (name, rate, M) in config order (``model_specs``:
+    the spec each model's jobs use, with the model's ``min_entries``), ``compressor_kinds``
+    maps each entry name to what builds it (a quantizer or compressor kind, or ``"class"``;
+    not the dump kinds of ``lossless.fit.kinds``), ``full_runs`` is the resolved list of
+    names and labels with full federated runs, ``pairable`` the compressors paired with
+    ``baseline`` at the same R in T3/T4, ``reference`` the one-round study's trajectory
+    variant.
+    """
+
+    models: tuple[str, ...]
+    seeds: tuple[int, ...]
+    threads: int
+    slip: bool
+    federation: Mapping[str, Any]
+    min_entries: int
+    variants: tuple[Variant, ...]
+    model_specs: Mapping[tuple[str, str], CheckedSpec]
+    compressor_kinds: Mapping[str, str]
+    full_runs: tuple[str, ...]
+    baseline: str
+    pairable: tuple[str, ...]
+    reference: Variant
+    one_round_seeds: tuple[int, ...]
+    one_round_rounds: int
+    #: labels of the primary pass (run on every trajectory; the rest on the first warm start)
+    one_round_primary: tuple[str, ...]
+    #: the warm start's settings without its seeds (None: from scratch)
+    warm_start: Mapping[str, Any] | None
+    #: one warm start per seed (empty without a warm start)
+    warm_start_seeds: tuple[int, ...]
+    test_images: int | None
+    #: compressor name -> the rate curve it joins
+    curves: Mapping[str, str]
+    #: variant label -> the kept set it sends (:func:`gradcomp.lossy.matched_bits.kept_set_of`)
+    kept_sets: Mapping[str, str]
+    verdicts: Verdicts
+    distortion_study: DistortionStudy
+    #: model -> {lr, min_entries} overriding the section's for that model
+    model_settings: Mapping[str, Mapping[str, Any]]
+
+    def spec(self, name: str, rate: int, M: int) -> CheckedSpec:
+        """The spec of variant (name, rate, M); KeyError if it is not configured."""
+        for v in self.variants:
+            if (v.name, v.rate, v.M) == (name, rate, M):
+                return v.spec
+        raise KeyError(variant_label(name, rate, M))
+
+    def model_spec(self, model: str, label: str) -> CheckedSpec:
+        """The checked spec of variant ``label`` in ``model``'s jobs."""
+        return self.model_specs[(model, label)]
+
+    def model_setting(self, model: str, key: str) -> Any:
+        """``model_settings.<model>.<key>`` (lr, min_entries), else the section's own."""
+        own = self.federation["lr"] if key == "lr" else self.min_entries
+        return self.model_settings.get(model, {}).get(key, own)
+
+    def one_round_labels(self, warm_start: int | None) -> list[str]:
+        """Labels of the variants the one-round study runs under ``warm_start`` (a seed of
+        ``warm_start_seeds``, or None without warm starts): every variant under the first,
+        the primary pass under the others."""
+        first = self.warm_start_seeds[0] if self.warm_start_seeds else None
+        everything = [v.label for v in self.variants]
+        if warm_start == first:
+            return everything
+        return [label for label in everything if label in self.one_round_primary]
+
+    def has_full_runs(self, name: str, rate: int, M: int) -> bool:
+        """Whether the variant gets full federated runs (``full_runs`` names it or its label)."""
+        return name in self.full_runs or variant_label(name, rate, M) in self.full_runs
+
+
+def _sent_the_same_way(spec: CheckedSpec) -> tuple:
+    """What R means for a spec: bits per kept value of one sparsifier (or bit budget, which
+    sets the fraction per rate); the tables pair variants on one kept set
+    (:func:`gradcomp.lossy.paired.pick_baseline`), so the keep fraction is not part of it."""
+    budget = spec["topk_budget_percent"]
+    return (spec["quantizer"] is not None, spec["sparsifier"] or "none", budget)
+
+
+def _baseline_errors(baseline: str, compressor_kinds: dict, variants: list[Variant]) -> list[str]:
+    if baseline not in compressor_kinds:
+        return [
+            f"config key 'lossy.baseline': {baseline!r} is not a compressor of "
+            f"lossy.compressors ({', '.join(compressor_kinds)})"
+        ]
+    if len({v.rate for v in variants if v.name == baseline}) < 2:
+        return [
+            f"config key 'lossy.baseline': {baseline!r} needs two or more rates, so that T5 "
+            "has a rate curve to compare the others with"
+        ]
+    return []
+
+
+def _model_specs(c: dict[str, Any], variants: list[Variant], errors: list[str]) -> dict:
+    """(model, label) -> the variant's spec with the model's ``min_entries`` (where the kind
+    takes one and the entry does not set it), each checked once."""
+    entries = {entry["name"]: entry for entry in c["compressors"]}
+    out = {}
+    for model in c["models"]:
+        own = c["model_settings"].get(model, {}).get("min_entries")
+        for v in variants:
+            spec = v.spec
+            if own is not None and spec["min_entries"] is not None:
+                if "min_entries" not in entries[v.name]:
+                    try:
+                        spec = check_spec({**spec.plain(), "min_entries": own})
+                    except SpecError as err:
+                        key = f"lossy.model_settings.{model}.min_entries"
+                        errors.append(f"config key '{key}': {v.label}: {err.message}")
+            out[(model, v.label)] = spec
+    return out
+
+
+def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
+    """The :class:`LossySection` of a validated config; each failed check across keys is
+    appended to ``errors`` as ``config key 'a.b': ...``."""
+    c = config["lossy"]
+    variants = compressor_variants(c)
+    compressor_kinds = {entry["name"]: entry_kind(entry) for entry in c["compressors"]}
+    labels = {v.label for v in variants}
+    full_runs = list(compressor_kinds) if c["full_runs"] is None else list(c["full_runs"])
+    unknown = sorted(set(full_runs) - set(compressor_kinds) - labels)
+    if unknown:
+        errors.append(
+            f"config key 'lossy.full_runs': {unknown} are neither compressors of "
+            f"lossy.compressors ({', '.join(compressor_kinds)}) nor variant labels "
+            f"({', '.join(labels)})"
+        )
+
+    reference = [v for v in variants if v.name == c["one_round"]["reference"]]
+    if len(reference) != 1:
+        errors.append(
+            f"config key 'lossy.one_round.reference': {c['one_round']['reference']!r} must name "
+            "a compressor of lossy.compressors with exactly one variant (found "
+            f"{[v.label for v in reference]})"
+        )
+    baseline = c["baseline"]
+    errors += _baseline_errors(baseline, compressor_kinds, variants)
+    base_way = {_sent_the_same_way(v.spec) for v in variants if v.name == baseline}
+    pairable = sorted(
+        name
+        for name in compressor_kinds
+        if name != baseline
+        and {_sent_the_same_way(v.spec) for v in variants if v.name == name} == base_way
+    )
+
+    if c["warm_start"] is not None and not config["data"].get("pretrain_subset"):
+        errors.append(
+            "config key 'lossy.warm_start' needs a pretraining pool: set data.pretrain_subset "
+            "(images outside data.train_subset), or lossy.warm_start: null to start from scratch"
+        )
+
+    d = c["distortion_study"]
+    study = DistortionStudy(
+        d["compressor"], d["rate"], d["M"], d["tensor"], tuple(d["rates"]),
+        freeze(d["model_tensor"]),
+    )  # fmt: skip
+    in_full = study.compressor in full_runs or study.label in full_runs
+    if study.label not in labels or not in_full:
+        errors.append(
+            f"config key 'lossy.distortion_study': {study.label} is not a configured compressor "
+            f"variant with full runs (lossy.compressors gives {sorted(labels)}, lossy.full_runs "
+            f"{c['full_runs']})"
+        )
+
+    primary_names = c["one_round"]["variants"]
+    if primary_names is None:
+        primary = [v.label for v in variants]
+    else:
+        unknown = sorted(set(primary_names) - set(compressor_kinds) - labels)
+        if unknown:
+            errors.append(
+                f"config key 'lossy.one_round.variants': {unknown} are neither compressors of "
+                "lossy.compressors nor variant labels (with another lossy.compressors list, "
+                "set it to match, or null: every variant on every trajectory)"
+            )
+        primary = [
+            v.label
+            for v in variants
+            if v.name in primary_names or v.label in primary_names
+            or (reference and v.label == reference[0].label)
+        ]  # fmt: skip
+    curves = {v.name: v.curve for v in variants}
+    kept_sets = {v.label: kept_set_of(v.spec) for v in variants}
+    curve_Ms: dict[str, set[int]] = {}
+    for v in variants:
+        curve_Ms.setdefault(v.curve, set()).add(v.M)
+    in_primary = {v.curve for v in variants if v.label in primary}
+    questions = []
+    for i, q in enumerate(c["verdicts"]["questions"]):
+        where = f"config key 'lossy.verdicts.questions.{i}"
+        bad = [k for k in ("test", "reference") if q[k] not in in_primary]
+        for k in bad:
+            errors.append(
+                f"{where}.{k}': {q[k]!r} is not a rate curve of the one-round study's primary "
+                f"pass (lossy.one_round.variants gives curves {sorted(in_primary)}; with "
+                "another lossy.compressors list, set lossy.verdicts.questions to match, or [])"
+            )
+        if bad:
+            continue
+        if q["M"] not in curve_Ms[q["test"]]:
+            have = sorted(curve_Ms[q["test"]])
+            errors.append(f"{where}.M': {q['test']} has no M = {q['M']} ({have})")
+            continue
+        ref_Ms = curve_Ms[q["reference"]]
+        ref_M = q["M"] if q["M"] in ref_Ms else min(ref_Ms)
+        match = q.get("match", "auto")
+        if match == "auto":
+            sets = [{kept_sets[v.label] for v in variants if v.curve == c and v.M == m}
+                    for c, m in ((q["test"], q["M"]), (q["reference"], ref_M))]  # fmt: skip
+            match = "kept_set" if sets[0] & sets[1] else "frontier"
+        questions.append(Question(q["test"], q["M"], q["reference"], ref_M, match))
+    if len({q.label for q in questions}) != len(questions):
+        errors.append("config key 'lossy.verdicts.questions': a question is asked twice")
+    verdicts = Verdicts(
+        margin=c["verdicts"]["margin"],
+        alpha=c["verdicts"]["alpha"],
+        power=c["verdicts"]["power"],
+        target=c["verdicts"]["target"],
+        questions=tuple(questions),
+    )
+    warm = None if c["warm_start"] is None else dict(c["warm_start"])
+    warm_seeds = () if warm is None else tuple(warm.pop("seeds"))
+    model_specs = _model_specs(c, variants, errors)
+
+    federation = (
+        "users", "rounds", "local_epochs", "batch_size", "lr", "validation_fraction",
+        "validation_split", "optimizer_state", "test_images",
+    )  # fmt: skip
+    return LossySection(
+        models=tuple(c["models"]),
+        seeds=tuple(c["seeds"]),
+        threads=c["threads"],
+        slip=c["slip"],
+        federation=freeze({k: c[k] for k in federation}),
+        min_entries=c["min_entries"],
+        variants=tuple(variants),
+        model_specs=MappingProxyType(model_specs),
+        compressor_kinds=MappingProxyType(compressor_kinds),
+        full_runs=tuple(full_runs),
+        baseline=baseline,
+        pairable=tuple(pairable),
+        reference=reference[0] if reference else None,
+        one_round_seeds=tuple(c["one_round"]["seeds"]),
+        one_round_rounds=c["one_round"]["rounds"],
+        one_round_primary=tuple(primary),
+        warm_start=freeze(warm),
+        warm_start_seeds=warm_seeds,
+        test_images=c["test_images"],
+        curves=MappingProxyType(curves),
+        kept_sets=MappingProxyType(kept_sets),
+        verdicts=verdicts,
+        distortion_study=study,
+        model_settings=freeze(c["model_settings"]),
+    )
