@@ -5,7 +5,8 @@ report caption (workflow/report/*.rst: Snakemake renders them with Jinja, where
 ``snakemake.config`` is at hand); a caption names its config keys as text.
 
 The study layer (gradcomp.config validates the dict, gradcomp.study builds the study from
-it) is the one reader; the Snakefile's single ``load_study(config, ...)`` the one hand-over.
+it, with paper Y's section in gradcomp.study_lossy) is the one reader; the Snakefile's single
+``load_study(config, ...)`` the one hand-over.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from conftest import REPO
 
 #: ``config`` as a name that is indexed, has an attribute read, is called or handed on.
 RAW_READ = re.compile(r"(?<![\w.])(?:sm\.|snakemake\.)?config\s*(?:\[|\.|\(|,|\))")
-ALLOWED_MODULES = {"src/gradcomp/config.py", "src/gradcomp/study.py"}
+ALLOWED_MODULES = {
+    "src/gradcomp/config.py",
+    "src/gradcomp/study.py",
+    "src/gradcomp/study_lossy.py",
+}
 HAND_OVER = "STUDY = load_study(config, "
 #: A Jinja tag of a report caption, ``{{ ... }}`` or ``{% ... %}`` (over lines too).
 JINJA_TAG = re.compile(r"\{[{%].*?[}%]\}", re.DOTALL)
