@@ -38,9 +38,8 @@ def t5_table(
     curve is first cut to its undominated configurations (design means; a configuration
     another of the same curve beats in bits and loss would only drag the curve up), listed in
     ``dominated_configs`` and ``baseline_dominated_configs``. Per trajectory: the BD-rate where
-    the curves
-    share a loss range, else the dominance
-    class (:func:`gradcomp.lossy.rate_curves.dominance`). Columns: ``rates`` (the curve's
+    the curves share a loss range, else the dominance class
+    (:func:`gradcomp.lossy.rate_curves.dominance`). Columns: ``rates`` (the curve's
     variants), ``bits_per_entry_min`` / ``_max`` (measured), ``trajectories``,
     ``overlap`` (with a BD-rate), ``dominates`` / ``dominated`` / ``neither`` (the others),
     ``bd_rate_mean`` / ``_lo`` / ``_hi`` / ``_p`` over the overlapping trajectories (two-level
