@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from gradcomp.compression import check_spec
-from gradcomp.compression.lloyd_quantizer import lloyd_levels
+from gradcomp.compression.lloyd_quantizer import forget_designs
 from gradcomp.compression.wire import UpdateLayout, check_same_bits, encode_update, make_receiver
 from gradcomp.lossy.uplink import compressor_factory
 
@@ -155,7 +155,7 @@ def main() -> None:
         def wire(sent=sent, checked=checked):
             for user, c, p, x, _, _ in sent:
                 blob = encode_update(c, p, x)
-                lloyd_levels.cache_clear()  # the receiver designs the levels itself
+                forget_designs()  # the receiver designs the levels itself
                 make_receiver(checked, layout, seed=SEED, user=user, rnd=0).decode(blob)
 
         for _, _, p, _, _, _ in sent:

@@ -467,10 +467,10 @@ def test_lloyd_non_finite_design_falls_back_to_uniform_with_warning(monkeypatch,
     returned NaN levels reached the model. Reference: uniform min-max levels of the values."""
     from gradcomp.compression import lloyd_quantizer
 
-    def nan_design(*args, **kwargs):
-        return SimpleNamespace(levels=np.full(4, np.nan))
+    def nan_designs(laws, taus, n_levels, M, **kwargs):
+        return [np.full(n_levels, np.nan) for _ in laws]
 
-    monkeypatch.setattr(lloyd_quantizer, "lloyd_design", nan_design)
+    monkeypatch.setattr(lloyd_quantizer, "lloyd_levels_batch", nan_designs)
     x = torch.linspace(-1.0, 2.0, 3000, dtype=torch.float64)
     with caplog.at_level("WARNING", logger=lloyd_quantizer.__name__):
         q = LloydQuantizer(2, "gennorm", 0).encode(x, "w")

@@ -23,6 +23,8 @@ same levels (:meth:`LloydQuantizer.slip_rng`).
 
 Side values travel as float32 (:attr:`LloydQuantizer.side_names`) and both ends design the
 levels from the rounded values, so the receiver's levels are the sender's bit for bit.
+:meth:`LloydQuantizer.encode_many` and :meth:`LloydQuantizer.read_sides` design the levels
+of all tensors of an update together (:func:`design_levels`), the same levels as one by one.
 
 If the fit or the design fails (e.g. constant values) or gives a non-finite level, uniform
 min-max levels are used instead and a warning is logged: no NaN reaches the model. A 1-bit
@@ -34,7 +36,8 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -55,13 +58,15 @@ from gradcomp.compression.value_quantizers import (
 from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.distributions.fitting import FAMILIES as LLOYD_FAMILIES
 from gradcomp.quantization.lloyd import lloyd_design
+from gradcomp.quantization.lloyd_batch import lloyd_levels_batch
 from gradcomp.quantization.released_lloyd import released_design, released_labels
 from gradcomp.quantization.symmetric_law import SymmetricLaw
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "LloydValues", "default_fit", "lloyd_levels",
+    "FIT_TO", "LLOYD_FAMILIES", "LloydQuantizer", "LloydValues", "default_fit", "design_levels",
+    "forget_designs", "lloyd_levels",
 ]  # fmt: skip
 
 FIT_TO = ("update", "survivors")
@@ -197,18 +202,51 @@ class LloydQuantizer(ValueQuantizer):
         _check_finite(levels)
         return levels, None
 
+    def _side(self, values: torch.Tensor, full: torch.Tensor | None, name: str):
+        """(values as float64 numpy, side values as sent) of one tensor."""
+        x = values.detach().to("cpu", torch.float64).numpy()
+        whole = None if full is None else full.detach().to("cpu", torch.float64).numpy()
+        side = self._fit(x, whole, name)
+        if self.slip:
+            side["init_range"] = min(abs(float(x.min())), abs(float(x.max())))
+        return x, {k: as_sent(side[k]) for k in self.side_names}
+
+    def _design_ahead(self, sides: list[dict[str, float]]) -> None:
+        """Design the levels of all ``sides`` at once, so that :meth:`_designed` finds them
+        (:func:`design_levels`); failures are left for :meth:`_designed` to meet."""
+        if self.slip or (self.family == "norm" and self.fit_to != "update"):
+            return
+        laws = [self._law(side) for side in sides]
+        requests = [(tuple(params.items()), tau) for params, tau in laws]
+        design_levels(self.family, requests, self.n_levels, self.M)
+
     def encode(
         self, values: torch.Tensor, name: str = "", full: torch.Tensor | None = None, step: int = 0
     ) -> LloydValues:
-        x = values.detach().to("cpu", torch.float64).numpy()
-        whole = None if full is None else full.detach().to("cpu", torch.float64).numpy()
+        return self.encode_many([(values, name, {"full": full, "step": step})])[0]
+
+    def encode_many(self, items) -> list[LloydValues]:
+        """:meth:`encode` of each ``(values, name, {"full": ..., "step": ...})``: every fit
+        first, then the designs together, then the labels."""
+        prepared = []
+        for values, name, extra in items:
+            try:
+                prepared.append(self._side(values, extra.get("full"), name))
+            except (ValueError, ArithmeticError) as exc:  # GradientDataError is a ValueError
+                prepared.append(exc)
+        self._design_ahead([p[1] for p in prepared if not isinstance(p, Exception)])
+        return [
+            self._encode_one(values, name, extra.get("step", 0), p)
+            for (values, name, extra), p in zip(items, prepared, strict=True)
+        ]
+
+    def _encode_one(self, values: torch.Tensor, name: str, step: int, prepared) -> LloydValues:
         try:
-            side = self._fit(x, whole, name)
-            if self.slip:
-                side["init_range"] = min(abs(float(x.min())), abs(float(x.max())))
-            side = {k: as_sent(side[k]) for k in self.side_names}
+            if isinstance(prepared, Exception):
+                raise prepared
+            x, side = prepared
             levels, thresholds = self._designed(side, name, step)
-        except (ValueError, ArithmeticError) as exc:  # GradientDataError is a ValueError
+        except (ValueError, ArithmeticError) as exc:
             log.warning(
                 "lloyd %s on %r failed (%s); using uniform min-max levels", self.family, name, exc
             )
@@ -237,23 +275,34 @@ class LloydQuantizer(ValueQuantizer):
         write_side_floats(w, q.side, UniformQuantizer.side_names if q.fallback else self.side_names)
 
     def read_side(self, r: FieldReader, n: int, *, name: str, step: int) -> LloydValues:
-        fallback = r.u8("design")
-        if fallback > 1:
-            raise r.error("design", f"{fallback} is neither 0 (Lloyd) nor 1 (uniform fallback)")
-        if fallback:
-            side = read_side_floats(r, UniformQuantizer.side_names)
-            levels = UniformQuantizer(self.rate).levels(side)
-        else:
-            side = read_side_floats(r, self.side_names)
-            try:
-                levels, _ = self._designed(side, name, step)
-            except (ValueError, ArithmeticError) as exc:
-                fields = ", ".join(self.side_names)
-                raise r.error(fields, f"no levels from {side}: {exc}") from None
-            levels = np.sort(levels)
+        return self.read_sides([(r, n, name, step)])[0]
+
+    def read_sides(self, heads) -> list[LloydValues]:
+        """:meth:`read_side` of each ``(reader, n, name, step)``: every side read first, then
+        the designs together, then each tensor's levels (an error names its record)."""
+        fields = []
+        for r, _, _, _ in heads:
+            fallback = r.u8("design")
+            if fallback > 1:
+                raise r.error("design", f"{fallback} is neither 0 (Lloyd) nor 1 (uniform fallback)")
+            names = UniformQuantizer.side_names if fallback else self.side_names
+            fields.append((bool(fallback), read_side_floats(r, names)))
+        self._design_ahead([side for fallback, side in fields if not fallback])
         bits = level_bits(self.n_levels)
-        return LloydValues(self.kind, n, levels=levels, side=side, value_bits=bits,
-                           fallback=bool(fallback))  # fmt: skip
+        out = []
+        for (r, n, name, step), (fallback, side) in zip(heads, fields, strict=True):
+            if fallback:
+                levels = UniformQuantizer(self.rate).levels(side)
+            else:
+                try:
+                    levels, _ = self._designed(side, name, step)
+                except (ValueError, ArithmeticError) as exc:
+                    names = ", ".join(self.side_names)
+                    raise r.error(names, f"no levels from {side}: {exc}") from None
+                levels = np.sort(levels)
+            out.append(LloydValues(self.kind, n, levels=levels, side=side, value_bits=bits,
+                                   fallback=fallback))  # fmt: skip
+        return out
 
 
 @dataclass
@@ -268,14 +317,52 @@ class LloydValues(QuantizedValues):
         return super().side_bits + DESIGN_FLAG_BITS
 
 
-@lru_cache(maxsize=256)
+#: designed levels by (family, params, n_levels, M, tau), oldest first
+_DESIGNS: OrderedDict[tuple, np.ndarray] = OrderedDict()
+_DESIGNS_KEPT = 1024
+
+
+def design_levels(
+    family: str, requests: Sequence[tuple[tuple, float]], n_levels: int, M: float
+) -> list[np.ndarray | ValueError]:
+    """Converged Lloyd levels (sorted, L, read only) for each ``(params, tau)`` of a law of
+    ``family`` (params: the scipy parameters as a tuple of items), or the ValueError its
+    design met. The ones not designed before are designed together
+    (:func:`~gradcomp.quantization.lloyd_batch.lloyd_levels_batch`, the same numbers as
+    :func:`~gradcomp.quantization.lloyd.lloyd_design` alone): both ends design the same levels
+    from the same rounded side values, and a kept design is the same numbers as a fresh one."""
+    keys = [(family, params, n_levels, M, tau) for params, tau in requests]
+    found: dict[tuple, np.ndarray | ValueError] = {k: _DESIGNS[k] for k in keys if k in _DESIGNS}
+    todo, laws = [], []
+    for key in dict.fromkeys(k for k in keys if k not in found):
+        try:
+            laws.append(SymmetricLaw.from_family(family, dict(key[1])))
+            todo.append(key)
+        except ValueError as exc:
+            found[key] = exc
+    if todo:
+        designed = lloyd_levels_batch(laws, [k[4] for k in todo], n_levels, M)
+        for key, levels in zip(todo, designed, strict=True):
+            found[key] = levels
+            if isinstance(levels, np.ndarray) and np.all(np.isfinite(levels)):
+                levels.setflags(write=False)
+                _DESIGNS[key] = levels
+        while len(_DESIGNS) > _DESIGNS_KEPT:
+            _DESIGNS.popitem(last=False)
+    return [found[k] for k in keys]
+
+
 def lloyd_levels(family: str, params: tuple, n_levels: int, M: float, tau: float) -> np.ndarray:
-    """Converged Lloyd levels (sorted, L) of a law, one design per distinct input (both ends
-    design the same levels from the same rounded side values; a cached design is the same
-    numbers as a fresh one). Read only."""
-    levels = lloyd_design(family, dict(params), n_levels, M, tau=tau).levels
-    levels.setflags(write=False)
+    """:func:`design_levels` of one law; raises its ValueError."""
+    levels = design_levels(family, [(params, tau)], n_levels, M)[0]
+    if isinstance(levels, ValueError):
+        raise levels
     return levels
+
+
+def forget_designs() -> None:
+    """Empty the kept designs (a test or bench of a receiver that designs its own levels)."""
+    _DESIGNS.clear()
 
 
 def _check_finite(levels: np.ndarray) -> None:

@@ -174,15 +174,21 @@ class PipelineReceiver:
             return _read_positions(r, flags, numel)
         return None if self._seeded is None else self._seeded[name]
 
-    def _tensor(self, r: FieldReader, name: str, shape, dtype) -> torch.Tensor:
+    def _head(self, r: FieldReader, name: str, shape) -> tuple[int, np.ndarray | None, Any]:
+        """(entries, positions or None, the value quantizer or None when nothing is sent)."""
         numel = int(np.prod(shape, dtype=np.int64))
         indices = self._positions(r, name, numel)
         n = numel if indices is None else indices.size
+        if not n:
+            return numel, indices, None
+        return numel, indices, self._raw if numel <= self.spec["min_entries"] else self.quantizer
+
+    def _tensor(self, r: FieldReader, head, q: QuantizedValues | None, shape, dtype):
+        numel, indices, quantizer = head
         # rounding each value to dtype and then scattering is the same as the reverse
         out = torch.zeros(numel, dtype=dtype)
-        if n:
-            quantizer = self._raw if numel <= self.spec["min_entries"] else self.quantizer
-            q: QuantizedValues = quantizer.read_side(r, n, name=name, step=self.rnd)
+        if q is not None:
+            n = q.n
             if quantizer.wire_dtype is not None:
                 q.values = torch.from_numpy(r.array(quantizer.wire_dtype, n, "values"))
                 values = quantizer.decode(q)
@@ -197,15 +203,43 @@ class PipelineReceiver:
         return out.reshape(shape)
 
     def decode(self, data: bytes | bytearray | memoryview) -> dict[str, torch.Tensor]:
-        """The update (the layout's names, shapes and dtypes; CPU) from its bytes."""
+        """The update (the layout's names, shapes and dtypes; CPU) from its bytes: each
+        record's positions, then the side information of all (read together, so that a
+        kind's designs are made together: :meth:`ValueQuantizer.read_sides`), then values."""
         wheres = [_where(n) for n in self.layout.names]
         readers = read_records(data, self.spec["quantizer"], self.layout, wheres)
-        out = {}
-        for r, (name, shape, dtype) in zip(readers, self.layout, strict=True):
-            try:
-                out[name] = self._tensor(r, name, shape, dtype)
-            except WireFormatError:
-                raise
-            except (ValueError, IndexError, RuntimeError) as exc:  # a kind's own check
-                raise WireFormatError(r.where, "values", str(exc)) from exc
-        return out
+        heads = [_checked(r, self._head, r, name, shape)
+                 for r, (name, shape, _) in zip(readers, self.layout, strict=True)]  # fmt: skip
+        sides: list[QuantizedValues | None] = [None] * len(heads)
+        for quantizer in (self._raw, self.quantizer):
+            mine = [i for i, h in enumerate(heads) if h[2] is quantizer]
+            # a kind without its own read_sides reads record by record (errors name each)
+            one_by_one = type(quantizer).read_sides is ValueQuantizer.read_sides
+            for batch in [[i] for i in mine] if one_by_one else [mine] if mine else []:
+                args = [(readers[i], _sent(heads[i]), self.layout.names[i], self.rnd)
+                        for i in batch]  # fmt: skip
+                got = _checked(readers[batch[0]], quantizer.read_sides, args)
+                for i, q in zip(batch, got, strict=True):
+                    sides[i] = q
+        return {
+            name: _checked(r, self._tensor, r, head, q, shape, dtype)
+            for r, head, q, (name, shape, dtype) in zip(
+                readers, heads, sides, self.layout, strict=True
+            )
+        }
+
+
+def _sent(head) -> int:
+    numel, indices, _ = head
+    return numel if indices is None else indices.size
+
+
+def _checked(r: FieldReader, fn, *args):
+    """``fn(*args)``, a kind's own check (ValueError, IndexError, RuntimeError) reported as a
+    :class:`WireFormatError` of record ``r``."""
+    try:
+        return fn(*args)
+    except WireFormatError:
+        raise
+    except (ValueError, IndexError, RuntimeError) as exc:
+        raise WireFormatError(r.where, "values", str(exc)) from exc

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -132,6 +132,17 @@ def _relabel(
     q.indices = LevelQuantizer.from_levels(q.levels).quantize(values)[0].to(q.indices.device)
 
 
+class Selection(NamedTuple):
+    """The sent entries of a tensor: ``flat`` (the whole tensor, 1-D), ``indices`` (int64,
+    sorted, or None: every entry), their position code and its bits, and their ``values``."""
+
+    flat: torch.Tensor
+    indices: torch.Tensor | None
+    method: str
+    pos_bits: int
+    values: torch.Tensor
+
+
 class TensorCompressor:
     """Compresses one tensor: optional mask of kept entries, value quantizer, Huffman code."""
 
@@ -148,6 +159,28 @@ class TensorCompressor:
         self.huffman = huffman
         self.entropy_coder = entropy_coder or _default_entropy_coder
 
+    def select(
+        self, tensor: torch.Tensor, mask: torch.Tensor | None = None, *, seeded_mask: bool = False
+    ) -> Selection:
+        """The entries of ``tensor`` that are sent (see :meth:`compress`)."""
+        flat = tensor.detach().reshape(-1)
+        if mask is None:
+            return Selection(flat, None, "none", 0, flat)
+        if seeded_mask:
+            indices = torch.nonzero(mask.reshape(-1)).squeeze(1)
+            pos_bits, method = 0, "seed"
+        else:
+            indices = torch.nonzero(mask.reshape(-1) & (flat != 0)).squeeze(1)
+            pos_bits, method = index_code_bits(indices.cpu().numpy(), flat.numel())
+        return Selection(flat, indices, method, pos_bits, flat[indices])
+
+    def encode_args(self, selection: Selection, step: int) -> dict[str, Any]:
+        """The keyword arguments of the quantizer's ``encode`` for ``selection``."""
+        extra: dict[str, Any] = {"full": selection.flat} if self.quantizer.uses_full_tensor else {}
+        if self.quantizer.uses_step:
+            extra["step"] = step
+        return extra
+
     def compress(
         self,
         tensor: torch.Tensor,
@@ -157,36 +190,27 @@ class TensorCompressor:
         seeded_mask: bool = False,
         label_values: torch.Tensor | None = None,
         step: int = 0,
+        selection: Selection | None = None,
+        quantized: QuantizedValues | None = None,
     ) -> tuple[TensorPayload, TensorCtx]:
         """``mask`` (bool, tensor's shape): kept entries; None sends every entry.
         ``seeded_mask``: the receiver regenerates ``mask`` itself (no index bits here,
         zeros in it sent too). ``label_values`` (tensor's shape; ``m22_slip``): the quantizer is
         designed on ``tensor``'s sent entries, but these entries are the ones labelled (nearest
         of the designed levels). ``step``: the update's index, for a quantizer whose draws the
-        receiver repeats (``uses_step``)."""
+        receiver repeats (``uses_step``). ``selection`` and ``quantized``: :meth:`select`'s
+        result and the quantizer's encoding of its values, when the caller made them (several
+        tensors encoded together)."""
         ctx = TensorCtx(tuple(tensor.shape), tensor.dtype, tensor.device)
-        flat = tensor.detach().reshape(-1)
-        if mask is None:
-            indices, method, pos_bits = None, "none", 0
-            values = flat
-        else:
-            if seeded_mask:
-                indices = torch.nonzero(mask.reshape(-1)).squeeze(1)
-                pos_bits, method = 0, "seed"
-            else:
-                indices = torch.nonzero(mask.reshape(-1) & (flat != 0)).squeeze(1)
-                pos_bits, method = index_code_bits(indices.cpu().numpy(), flat.numel())
-            values = flat[indices]
-        if values.numel():
-            extra = {"full": flat} if self.quantizer.uses_full_tensor else {}
-            if self.quantizer.uses_step:
-                extra["step"] = step
-            quantized = self.quantizer.encode(values, name, **extra)
+        sel = selection or self.select(tensor, mask, seeded_mask=seeded_mask)
+        if sel.values.numel():
+            if quantized is None:
+                quantized = self.quantizer.encode(sel.values, name, **self.encode_args(sel, step))
             if label_values is not None:
-                _relabel(quantized, label_values.detach().reshape(-1), indices, name)
+                _relabel(quantized, label_values.detach().reshape(-1), sel.indices, name)
         else:
             quantized = QuantizedValues(self.quantizer.kind, 0)
-        payload = TensorPayload(indices, method, pos_bits, quantized, raw=self.raw)
+        payload = TensorPayload(sel.indices, sel.method, sel.pos_bits, quantized, raw=self.raw)
         if self.huffman and quantized.indices is not None and quantized.n:
             idx = quantized.indices.cpu().numpy()
             code = self.entropy_coder(np.bincount(idx, minlength=len(quantized.levels)))
@@ -289,23 +313,46 @@ class QuantizerPipeline:
             step = {"step": self.step} if seeded else {}
             masks = self.topk.select(tensors, **step)
         scale = getattr(self.topk, "scale", 1.0)
-        payload, ctx = {}, {}
+        items = []  # (name, coder, compensated tensor, sent tensor, labels)
         for name, t in tensors.items():
             coder = self._coder(name, t)
             label = None
             if memory is not None and not memory.before_selection:  # M22: kept entries only
                 label = t * scale if (memory.m22_as_released and not coder.raw) else None
                 t = memory.compensate_kept(t, name, masks.get(name))
-            sent_t = t * scale if scale != 1.0 else t
+            items.append((name, coder, t, t * scale if scale != 1.0 else t, label))
+        together = self._encode_together(items, masks, seeded)
+        payload, ctx = {}, {}
+        for name, coder, t, sent_t, label in items:
             payload[name], ctx[name] = coder.compress(
                 sent_t, name, masks.get(name), seeded_mask=seeded, label_values=label,
-                step=self.step,
+                step=self.step, **together.get(name, {}),
             )  # fmt: skip
             if memory is not None:
                 sent = coder.reconstruct(payload[name], ctx[name], from_bitstream=False)
                 memory.update(t, name, sent, kept=masks.get(name))
         self.step += 1
         return payload, ctx
+
+    def _encode_together(self, items, masks, seeded) -> dict[str, dict[str, Any]]:
+        """Name -> ``selection`` and ``quantized`` for :meth:`TensorCompressor.compress`, of
+        the tensors of a quantizer that encodes several at once (its own ``encode_many``, e.g.
+        Lloyd designs); none for the others, which encode one by one as before."""
+        groups: dict[int, list] = {}
+        for name, coder, _, sent_t, _ in items:
+            if type(coder.quantizer).encode_many is ValueQuantizer.encode_many:
+                continue
+            sel = coder.select(sent_t, masks.get(name), seeded_mask=seeded)
+            if sel.values.numel():
+                groups.setdefault(id(coder.quantizer), []).append((name, coder, sel))
+        out = {}
+        for group in groups.values():
+            quantizer = group[0][1].quantizer
+            args = [(sel.values, name, coder.encode_args(sel, self.step))
+                    for name, coder, sel in group]  # fmt: skip
+            for (name, _, sel), q in zip(group, quantizer.encode_many(args), strict=True):
+                out[name] = {"selection": sel, "quantized": q}
+        return out
 
     def decompress(
         self, payload: Mapping[str, TensorPayload], ctx: Mapping[str, TensorCtx]

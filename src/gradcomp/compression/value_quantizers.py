@@ -29,7 +29,7 @@ values (:func:`as_sent`), so that the receiver's levels are the sender's, bit fo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -168,6 +168,14 @@ class ValueQuantizer:
         one-bit code), or None: a Huffman code table travels with the indices."""
         return None
 
+    def encode_many(
+        self, items: Sequence[tuple[torch.Tensor, str, Mapping[str, Any]]]
+    ) -> list[QuantizedValues]:
+        """:meth:`encode` of several tensors, ``(values, name, keyword arguments)`` each, the
+        same results; a kind whose levels take work (a design per tensor) does that work for
+        all of them at once."""
+        return [self.encode(values, name, **extra) for values, name, extra in items]
+
     def write_side(self, q: QuantizedValues, w: FieldWriter) -> None:
         """Sender: the side information of ``q`` (a non-empty tensor's), in the kind's order."""
 
@@ -176,6 +184,13 @@ class ValueQuantizer:
         a :class:`QuantizedValues` without indices or values (its levels rebuilt), ready for
         :meth:`decode` with the indices or values that follow."""
         return QuantizedValues(self.kind, n, value_bits=self.fixed_rate or FLOAT_BITS)
+
+    def read_sides(
+        self, heads: Sequence[tuple[FieldReader, int, str, int]]
+    ) -> list[QuantizedValues]:
+        """:meth:`read_side` of several tensors' records, ``(reader, n, name, step)`` each, the
+        same results (see :meth:`encode_many`)."""
+        return [self.read_side(r, n, name=name, step=step) for r, n, name, step in heads]
 
 
 def level_values(

@@ -4,6 +4,7 @@ uniform levels from a tensor's min to max (:mod:`~gradcomp.quantization.minmax_l
 fitted laws' cell moments (:mod:`~gradcomp.quantization.symmetric_law`, far tails in
 :mod:`~gradcomp.quantization.tail_gamma`), Lloyd design under the |g|^M weighted distortion
 (:mod:`~gradcomp.quantization.lloyd`, Newton steps in :mod:`~gradcomp.quantization.lloyd_newton`,
+many designs at once in :mod:`~gradcomp.quantization.lloyd_batch`,
 the authors' released variant in :mod:`~gradcomp.quantization.released_lloyd`), its data
 counterpart (weighted k-means, :mod:`~gradcomp.quantization.kmeans`), trellis-coded
 quantization (:mod:`~gradcomp.quantization.tcq`), that distortion on data

@@ -18,9 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import linalg
+from scipy.linalg import lapack
 
 __all__ = ["newton_levels"]
+
+_GTSV = lapack.dgtsv
 
 
 def newton_levels(
@@ -49,13 +51,15 @@ def newton_levels(
     upper[:-1] = g * (t - centroids[:-1]) / m0[:-1]
     lower[1:] = g * (centroids[1:] - t) / m0[1:]
     # (I - J) delta = T(y) - y with J[k, k] = (upper_k + lower_k)/2,
-    # J[k, k+1] = upper_k / 2, J[k, k-1] = lower_k / 2
-    banded = np.zeros((3, n))
-    banded[0, 1:] = -0.5 * upper[:-1]
-    banded[1] = 1.0 - 0.5 * (upper + lower)
-    banded[2, :-1] = -0.5 * lower[1:]
-    try:
-        delta = linalg.solve_banded((1, 1), banded, centroids - levels)
-    except (linalg.LinAlgError, ValueError):
+    # J[k, k+1] = upper_k / 2, J[k, k-1] = lower_k / 2: LAPACK's tridiagonal solver, what
+    # scipy.linalg.solve_banded((1, 1), ...) calls, without its per-call checks
+    rhs = centroids - levels
+    diag = 1.0 - 0.5 * (upper + lower)
+    sup, sub = -0.5 * upper[:-1], -0.5 * lower[1:]
+    if not (np.all(np.isfinite(diag)) and np.all(np.isfinite(sup))
+            and np.all(np.isfinite(sub)) and np.all(np.isfinite(rhs))):  # fmt: skip
+        return None
+    *_, delta, info = _GTSV(sub, diag, sup, rhs)
+    if info != 0:
         return None
     return levels + delta

@@ -94,6 +94,20 @@ class SymmetricLaw:
             raise ValueError(f"invalid parameters for {family!r}: {params}")
         return cls(p=p, gamma0=gamma0, scale=s, loc=loc, family=family)
 
+    @classmethod
+    def stacked(cls, laws) -> SymmetricLaw:
+        """B laws as one, unit scale, for designing B quantizers at once: p and gamma0 of
+        shape (B, 1), so that the moment methods take cells of shape (B, L) and give each
+        law's numbers bit for bit as the law alone would (elementwise arithmetic, and one
+        continued-fraction stopping rule per law)."""
+        p = np.array([[law.p] for law in laws], dtype=np.float64)
+        gamma0 = np.array([[law.gamma0] for law in laws], dtype=np.float64)
+        return cls(p=p, gamma0=gamma0, scale=1.0, loc=0.0, family="stack")
+
+    def take(self, rows) -> SymmetricLaw:
+        """The laws ``rows`` (an index array) of a :meth:`stacked` law, still stacked."""
+        return SymmetricLaw(self.p[rows], self.gamma0[rows], 1.0, 0.0, self.family)
+
     @property
     def unit(self) -> SymmetricLaw:
         """The same shape with scale 1 and loc 0."""
@@ -123,6 +137,16 @@ class SymmetricLaw:
             power = np.where(self.gamma0 == 0.0, 0.0, self.gamma0 * np.log(z))
         return log_norm + power - z**self.p
 
+    def _power(self, z: np.ndarray) -> np.ndarray:
+        """``z ** p``; for a stack, law by law with p a Python float on a contiguous array,
+        as for one law (numpy squares for p = 2 but calls pow for an array of exponents)."""
+        if np.ndim(self.p) == 0:
+            return z**self.p
+        out = np.empty_like(z)
+        for i, p in enumerate(self.p[:, 0].tolist()):
+            out[..., i, :] = np.ascontiguousarray(z[..., i, :]) ** p
+        return out
+
     def half_moment(self, n, u, v, log_shift: float = 0.0) -> np.ndarray:
         """``int_u^v x^n f(x) dx / exp(log_shift)`` for ``0 <= u <= v <= inf`` (closed form,
         broadcasting).
@@ -140,17 +164,19 @@ class SymmetricLaw:
             - special.gammaln(self._alpha(0))
             - log_shift
         )
-        tu = (np.asarray(u, dtype=np.float64) / self.scale) ** self.p
-        tv = (np.asarray(v, dtype=np.float64) / self.scale) ** self.p
+        tu = self._power(np.asarray(u, dtype=np.float64) / self.scale)
+        tv = self._power(np.asarray(v, dtype=np.float64) / self.scale)
         # both ends in one call of each function (the same numbers, half the overhead)
         full = np.broadcast_shapes(np.shape(a), np.shape(tu), np.shape(tv))
         ends = np.stack([np.broadcast_to(tu, full), np.broadcast_to(tv, full)])
         a = np.broadcast_to(a, full)
         pu, pv = special.gammainc(a, ends)
+        # a stack of laws (axis -2): each law's continued fraction stops on its own
+        groups = np.arange(np.shape(self.p)[0]).reshape(-1, 1) if np.ndim(self.p) else None
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             diff = pv - pu  # empty parts give 0, whatever log_shift
             lower = np.where(diff > 0, np.exp(log_const + np.log(diff)), 0.0)
-            log_qu, log_qv = log_gammaincc(a, ends)
+            log_qu, log_qv = log_gammaincc(a, ends, groups)
             log_upper = log_qu + np.log1p(-np.exp(log_qv - log_qu))
             upper = np.where(tv > tu, np.exp(log_const + log_upper), 0.0)
         return np.where(pu < 0.5, lower, upper)
@@ -190,9 +216,12 @@ class SymmetricLaw:
     ) -> np.ndarray:
         """:meth:`cell_moments` of the law restricted to ``|x| >= tau`` (not renormalised,
         but divided by ``exp(log_shift)``): each cell ``[a, b]`` is cut to its parts in
-        ``(-inf, -tau]`` and ``[tau, inf)``."""
-        if tau <= 0:
+        ``(-inf, -tau]`` and ``[tau, inf)``. For a :meth:`stacked` law ``tau`` is (B, 1),
+        all positive or all zero."""
+        if np.all(np.asarray(tau) <= 0):
             return self.cell_moments(a, b, M, orders, log_shift)
+        if np.any(np.asarray(tau) <= 0):
+            raise ValueError("a stack of laws is truncated everywhere or nowhere")
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         # both sides in one call (the same numbers as two calls, half the numpy overhead)

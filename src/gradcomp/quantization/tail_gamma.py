@@ -23,12 +23,21 @@ _Q_FLOOR = 1e-280
 _TINY = 1e-300
 
 
-def _log_gammaincc_cf(a: np.ndarray, x: np.ndarray, n_terms: int = 200) -> np.ndarray:
-    """``log Q(a, x)`` by the continued fraction (valid for x > a + 1), arrays of one shape."""
+def _log_gammaincc_cf(
+    a: np.ndarray, x: np.ndarray, groups: np.ndarray | None = None, n_terms: int = 200
+) -> np.ndarray:
+    """``log Q(a, x)`` by the continued fraction (valid for x > a + 1), arrays of one shape.
+
+    The fraction stops when every element's last factor is 1 to within 1e-16, and further
+    terms can still move a value that had converged; with ``groups`` (non-negative ints, x's
+    shape) each group stops on its own rule, so that a group's values are those of a call
+    with that group alone (batched Lloyd designs).
+    """
     b = x + 1.0 - a
     c = np.full_like(x, 1.0 / _TINY)
     d = 1.0 / b
     h = d.copy()
+    active = None if groups is None else np.ones(x.shape, dtype=bool)
     for i in range(1, n_terms + 1):
         an = -i * (i - a)
         b = b + 2.0
@@ -38,16 +47,25 @@ def _log_gammaincc_cf(a: np.ndarray, x: np.ndarray, n_terms: int = 200) -> np.nd
         c = np.where(np.abs(c) < _TINY, _TINY, c)
         d = 1.0 / d
         delta = d * c
-        h = h * delta
-        if np.all(np.abs(delta - 1.0) < 1e-16):
+        done = np.abs(delta - 1.0) < 1e-16
+        if active is None:
+            h = h * delta
+            if np.all(done):
+                break
+            continue
+        h = np.where(active, h * delta, h)
+        pending = np.bincount(groups[active & ~done], minlength=int(groups.max()) + 1)
+        active &= pending[groups] > 0
+        if not np.any(active):
             break
     return -x + a * np.log(x) - special.gammaln(a) + np.log(h)
 
 
-def log_gammaincc(a, x) -> np.ndarray:
+def log_gammaincc(a, x, groups=None) -> np.ndarray:
     """``log Q(a, x)``, the log of scipy's ``gammaincc``, without underflow (broadcasting).
 
-    ``a > 0``; ``x >= 0`` may be ``inf`` (``-inf`` returned).
+    ``a > 0``; ``x >= 0`` may be ``inf`` (``-inf`` returned). ``groups``: see
+    :func:`_log_gammaincc_cf` (broadcast to the shape of ``a`` and ``x``).
     """
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
     q = special.gammaincc(a, x)
@@ -56,7 +74,8 @@ def log_gammaincc(a, x) -> np.ndarray:
     deep = (q < _Q_FLOOR) & np.isfinite(x) & (x > a + 1.0)
     if np.any(deep):
         out = np.array(out, dtype=np.float64, copy=True)
-        out[deep] = _log_gammaincc_cf(a[deep], x[deep])
+        g = None if groups is None else np.broadcast_to(groups, x.shape)[deep]
+        out[deep] = _log_gammaincc_cf(a[deep], x[deep], g)
     return out
 
 
