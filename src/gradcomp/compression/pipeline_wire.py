@@ -174,21 +174,22 @@ class PipelineReceiver:
             return _read_positions(r, flags, numel)
         return None if self._seeded is None else self._seeded[name]
 
-    def _head(self, r: FieldReader, name: str, shape) -> tuple[int, np.ndarray | None, Any]:
-        """(entries, positions or None, the value quantizer or None when nothing is sent)."""
+    def _head(self, r: FieldReader, name: str, shape) -> tuple[int, np.ndarray | None, int, Any]:
+        """(entries, positions or None, values sent, the value quantizer or None when nothing
+        is sent)."""
         numel = int(np.prod(shape, dtype=np.int64))
         indices = self._positions(r, name, numel)
         n = numel if indices is None else indices.size
         if not n:
-            return numel, indices, None
-        return numel, indices, self._raw if numel <= self.spec["min_entries"] else self.quantizer
+            return numel, indices, n, None
+        quantizer = self._raw if numel <= self.spec["min_entries"] else self.quantizer
+        return numel, indices, n, quantizer
 
     def _tensor(self, r: FieldReader, head, q: QuantizedValues | None, shape, dtype):
-        numel, indices, quantizer = head
+        numel, indices, n, quantizer = head
         # rounding each value to dtype and then scattering is the same as the reverse
         out = torch.zeros(numel, dtype=dtype)
         if q is not None:
-            n = q.n
             if quantizer.wire_dtype is not None:
                 q.values = torch.from_numpy(r.array(quantizer.wire_dtype, n, "values"))
                 values = quantizer.decode(q)
@@ -212,12 +213,13 @@ class PipelineReceiver:
                  for r, (name, shape, _) in zip(readers, self.layout, strict=True)]  # fmt: skip
         sides: list[QuantizedValues | None] = [None] * len(heads)
         for quantizer in (self._raw, self.quantizer):
-            mine = [i for i, h in enumerate(heads) if h[2] is quantizer]
+            mine = [i for i, h in enumerate(heads) if h[3] is quantizer]
+            if not mine:
+                continue
             # a kind without its own read_sides reads record by record (errors name each)
             one_by_one = type(quantizer).read_sides is ValueQuantizer.read_sides
-            for batch in [[i] for i in mine] if one_by_one else [mine] if mine else []:
-                args = [(readers[i], _sent(heads[i]), self.layout.names[i], self.rnd)
-                        for i in batch]  # fmt: skip
+            for batch in [[i] for i in mine] if one_by_one else [mine]:
+                args = [(readers[i], heads[i][2], self.layout.names[i], self.rnd) for i in batch]
                 got = _checked(readers[batch[0]], quantizer.read_sides, args)
                 for i, q in zip(batch, got, strict=True):
                     sides[i] = q
@@ -227,11 +229,6 @@ class PipelineReceiver:
                 readers, heads, sides, self.layout, strict=True
             )
         }
-
-
-def _sent(head) -> int:
-    numel, indices, _ = head
-    return numel if indices is None else indices.size
 
 
 def _checked(r: FieldReader, fn, *args):

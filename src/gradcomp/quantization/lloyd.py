@@ -70,6 +70,18 @@ class LloydResult:
         return LevelQuantizer(self.levels, self.thresholds)
 
 
+def conditional_weighted_density(unit: SymmetricLaw, M: float, t: float, log_mass: float):
+    """``g(x) = |x|^M f(x)`` of the unit-scale law conditional on ``|x| >= t`` (``log_mass``:
+    the log of that probability), the weighted density of Newton's Jacobian."""
+
+    def g(x):
+        with np.errstate(divide="ignore"):
+            log_w = M * np.log(np.abs(x)) if M > 0 else 0.0
+        return np.where(np.abs(x) >= t, np.exp(log_w + unit.logpdf(x) - log_mass), 0.0)
+
+    return g
+
+
 def _initial_levels(
     law: SymmetricLaw, n_levels: int, M: float, init, tau: float = 0.0
 ) -> np.ndarray:
@@ -160,11 +172,7 @@ def lloyd_design(
     else:
         raise ValueError(f"unknown moments {moments!r} (quad only without truncation)")
 
-    def weighted_density(x):  # |x|^M f(x) of the conditional law, for Newton's Jacobian
-        with np.errstate(divide="ignore"):
-            log_w = M * np.log(np.abs(x)) if M > 0 else 0.0
-        return np.where(np.abs(x) >= t, np.exp(log_w + unit.logpdf(x) - log_mass), 0.0)
-
+    weighted_density = conditional_weighted_density(unit, M, t, log_mass)
     y = _initial_levels(law, n_levels, M, init, t)
     symmetric = bool(np.allclose(y, -y[::-1], rtol=0.0, atol=1e-12 * np.max(np.abs(y))))
     lo, hi = _edges(_midpoints(y))

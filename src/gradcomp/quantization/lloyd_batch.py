@@ -17,34 +17,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gradcomp.quantization.lloyd import _initial_levels
+from gradcomp.quantization.lloyd import _initial_levels, conditional_weighted_density
 from gradcomp.quantization.lloyd_newton import newton_levels
-from gradcomp.quantization.symmetric_law import SymmetricLaw
+from gradcomp.quantization.symmetric_law import (
+    SymmetricLaw,
+    _distortion_rows,
+    _edges,
+    _midpoints,
+)
 
 __all__ = ["lloyd_levels_batch"]
-
-
-def _midpoints(y: np.ndarray) -> np.ndarray:
-    return 0.5 * (y[:, :-1] + y[:, 1:])
-
-
-def _edges(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    inf = np.full((t.shape[0], 1), np.inf)
-    return np.concatenate([-inf, t], axis=1), np.concatenate([t, inf], axis=1)
-
-
-def _distortion(m: np.ndarray, y: np.ndarray) -> np.ndarray:
-    # a contiguous (B, L) array summed along rows: the order of a 1-D sum of each row
-    return np.sum(np.ascontiguousarray(m[2] - 2.0 * y * m[1] + y**2 * m[0]), axis=-1)
-
-
-def _weighted_density(unit: SymmetricLaw, M: float, t: float, log_mass: float):
-    def g(x):  # |x|^M f(x) of the conditional law, as in lloyd_design
-        with np.errstate(divide="ignore"):
-            log_w = M * np.log(np.abs(x)) if M > 0 else 0.0
-        return np.where(np.abs(x) >= t, np.exp(log_w + unit.logpdf(x) - log_mass), 0.0)
-
-    return g
 
 
 def lloyd_levels_batch(
@@ -94,9 +76,8 @@ def _design_stack(laws, truncation, n_levels, M, tol, max_iter) -> list[np.ndarr
     stack = SymmetricLaw.stacked(units)
     t = np.array([[ti] for ti, _ in truncation])
     log_mass = np.array([[lm] for _, lm in truncation])
-    density = [
-        _weighted_density(u, M, ti, lm) for u, (ti, lm) in zip(units, truncation, strict=True)
-    ]
+    density = [conditional_weighted_density(u, M, ti, lm)
+               for u, (ti, lm) in zip(units, truncation, strict=True)]  # fmt: skip
     y = np.stack([_initial_levels(law, n_levels, M, None, ti)
                   for law, (ti, _) in zip(laws, truncation, strict=True)])  # fmt: skip
     symmetric = [bool(np.allclose(r, -r[::-1], rtol=0.0, atol=1e-12 * np.max(np.abs(r))))
@@ -117,7 +98,7 @@ def _design_stack(laws, truncation, n_levels, M, tol, max_iter) -> list[np.ndarr
         ok = np.isfinite(centroid) & (m[0] > 0)
         y_new = np.where(ok, centroid, np.clip(y, lo, hi))
         m_new = moments(active, y_new)
-        d_new = _distortion(m_new, y_new)
+        d_new = _distortion_rows(m_new, y_new)
         cands = {}
         for k, row in enumerate(active):
             if not np.all(ok[k]):
@@ -131,7 +112,7 @@ def _design_stack(laws, truncation, n_levels, M, tol, max_iter) -> list[np.ndarr
             ks = np.fromiter(cands, dtype=np.int64)
             cand = np.stack([cands[k] for k in ks])
             m_cand = moments(active[ks], cand)
-            d_cand = _distortion(m_cand, cand)
+            d_cand = _distortion_rows(m_cand, cand)
             take = d_cand <= d_new[ks] + 1e-12 * np.abs(d_new[ks])
             ks, cand, m_cand = ks[take], cand[take], m_cand[:, take]
             y_new[ks], m_new[:, ks] = cand, m_cand

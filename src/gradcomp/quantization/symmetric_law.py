@@ -256,13 +256,21 @@ def partial_moments(
     return law.cell_moments(a, b, M, orders=(order,))[0]
 
 
+def _distortion_rows(m: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The distortion of each row of ``levels`` (..., L) from its cell moments (3, ..., L):
+    a contiguous array summed along its last axis, in the order of a 1-D sum of each row."""
+    return np.sum(np.ascontiguousarray(m[2] - 2.0 * levels * m[1] + levels**2 * m[0]), axis=-1)
+
+
 def _distortion_from_moments(m: np.ndarray, levels: np.ndarray) -> float:
-    return float(np.sum(m[2] - 2.0 * levels * m[1] + levels**2 * m[0]))
+    return float(_distortion_rows(m, levels))
 
 
 def _edges(thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cells' lower and upper ends (..., L) from the thresholds (..., L - 1)."""
     t = np.asarray(thresholds, dtype=np.float64)
-    return np.concatenate([[-np.inf], t]), np.concatenate([t, [np.inf]])
+    inf = np.full(t.shape[:-1] + (1,), np.inf)
+    return np.concatenate([-inf, t], axis=-1), np.concatenate([t, inf], axis=-1)
 
 
 def expected_distortion(
@@ -294,7 +302,8 @@ def expected_distortion(
 
 
 def _midpoints(levels: np.ndarray) -> np.ndarray:
-    return 0.5 * (levels[:-1] + levels[1:])
+    """Midpoints of adjacent levels along the last axis."""
+    return 0.5 * (levels[..., :-1] + levels[..., 1:])
 
 
 def reference_partial_moments_quad(
