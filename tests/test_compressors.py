@@ -18,6 +18,7 @@ from gradcomp.compression import (
     index_code_bits,
 )
 from gradcomp.compression.sparsifiers import kth_largest
+from gradcomp.compression.specs import check_spec
 from gradcomp.quantization.distortion import m_weighted_distortion
 
 
@@ -208,6 +209,36 @@ def test_uniform_level_count(R, slip, n_levels, bits):
     assert c.rate(payload, ctx).side_bits == 64  # min and max
 
 
+@pytest.mark.parametrize(("levels", "bits"), [(3, 2), (5, 3), (6, 3), (24, 5), (48, 6)])
+def test_uniform_with_any_level_count(levels, bits):
+    """``levels`` L: numpy's L evenly spaced levels from min to max, nearest-level indices of
+    ceil(log2 L) fixed bits, decoded from the bytes alone by a receiver built from the spec
+    (bit for bit the sender's reconstruction: ``send`` raises on any difference)."""
+    from gradcomp.lossy.one_round import RoundCompressors
+    from gradcomp.lossy.uplink import send
+
+    spec = check_spec({"quantizer": "uniform", "levels": levels, "rate": bits, "topk": 0.5,
+                       "min_entries": 10})  # fmt: skip
+    upd = {"w": torch.linspace(-1, 0.9, 1000) ** 3}  # no two equal magnitudes: 500 kept
+    c = build_compressor(spec)
+    payload, ctx = c.compress(upd)
+    q = payload["w"].quantized
+    mask = torch.zeros(1000, dtype=torch.bool)
+    mask[torch.topk(upd["w"].abs(), 500).indices] = True
+    kept = upd["w"][mask]
+    expect = np.linspace(float(kept.min()), float(kept.max()), levels)
+    assert np.allclose(q.levels, expect, atol=1e-6) and q.value_bits == bits
+    brute = expect[np.abs(kept.double().numpy()[:, None] - expect[None, :]).argmin(1)]
+    recon = c.decompress(payload, ctx)["w"]
+    got = recon[mask].double().numpy()
+    assert np.allclose(got, brute, atol=1e-6)  # each kept value at its nearest level
+    rc = RoundCompressors(spec, 0)
+    sent = send(rc(0, 1), upd, rnd=1, user=0, n_train=1, receiver=rc.receiver(0, 1))
+    assert sent.row["bits_source"] == "bytes"
+    values = torch.unique(sent.recon["w"][sent.recon["w"] != 0])
+    assert values.numel() <= levels
+
+
 def test_lloyd_uses_injected_fit_and_sends_parameters():
     calls = []
 
@@ -348,6 +379,11 @@ def test_error_feedback_in_update_compressor_telescopes():
         ({"quantizer": "uniform", "rate": 4, "error_feedback": "yes"}, "error_feedback"),
         ({"quantizer": "uniform", "rate": 4, "memory_decay": 2}, "memory_decay"),
         ({"quantizer": "uniform", "rate": 4, "slip": 1}, "slip"),
+        ({"quantizer": "uniform", "rate": 3, "levels": 3}, "rate"),  # 3 levels: 2-bit index
+        ({"quantizer": "uniform", "rate": 2, "levels": 1}, "levels"),
+        ({"quantizer": "uniform", "rate": 2, "levels": 3.0}, "levels"),
+        ({"quantizer": "uniform", "rate": 2, "levels": 3, "slip": True}, "levels"),
+        ({"quantizer": "lloyd", "family": "norm", "rate": 2, "levels": 3}, "levels"),
     ],
 )
 def test_bad_spec_names_the_key(spec, key):

@@ -1,7 +1,8 @@
 """Matching a test curve with a reference at matched bits, against brute-force references:
 the lower convex hull and the Pareto front by exhaustive checks of every point (and pair of
-points) on random configurations, interpolation weights against numpy's interp, and the
-contrasts of both match modes on hand-made curves."""
+points) on random configurations, interpolation weights against numpy's interp, the convex
+bracket on random convex curves (maxima of lines) and by hand, and the out-of-sample front
+against a brute-force hull of the other units' means."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import pytest
 
 from gradcomp.compression.specs import check_spec
 from gradcomp.lossy.matched_bits import (
+    AT_RTOL,
+    bracket_differences,
+    convex_bracket,
+    frontier_candidates,
     interpolation_weights,
     kept_set_of,
     lower_hull,
-    match_points,
     pareto_front,
-    unit_differences,
 )
 
 
@@ -91,40 +94,129 @@ def test_kept_set_of_names_the_sparsifier_and_fraction():
     assert kept_set_of(budget) == "top-K 10%"  # the fraction actually kept
 
 
-# A reference: top-K 45% at 1.5 (dominated), 2.0, 3.0 bits; top-K 10% at 0.7 and 0.9 bits
-REF = {"a1": ("k45", 1.5, 0.20), "a2": ("k45", 2.0, 0.01), "a3": ("k45", 3.0, 0.00),
-       "b1": ("k10", 0.7, 0.05), "b2": ("k10", 0.9, 0.06)}  # fmt: skip
+def convex_samples(rng):
+    """A random convex non-increasing function and its values at 3-8 sorted bits: a
+    maximum of lines with negative slopes (any convex curve is one), drawn afresh."""
+    slopes = -rng.exponential(0.3, int(rng.integers(2, 7)))
+    cuts = rng.uniform(0.0, 0.5, slopes.size)
+
+    def f(x):
+        return np.max(cuts + slopes * (np.asarray(x, dtype=float)[..., None] - 1.0), axis=-1)
+
+    xs = np.sort(rng.choice(np.linspace(0.2, 4.0, 77), int(rng.integers(3, 9)), replace=False))
+    return f, xs
 
 
-def test_kept_set_matching_uses_the_same_kept_set_only():
-    """A test point at 1.75 bits on k45 is read halfway between a1 and a2 (never b1, which
-    is cheaper and better); one at 3.5 bits lies beyond k45's range and one on k20 has no
-    reference: both unmatched with their reason."""
-    m = match_points({"t1": ("k45", 1.75), "t2": ("k45", 3.5), "t3": ("k20", 1.0)}, REF,
-                     "kept_set")  # fmt: skip
-    assert [c.test for c in m.contrasts] == ["t1"]
-    assert m.contrasts[0].weights == pytest.approx({"a1": 0.5, "a2": 0.5})
-    assert set(m.unmatched) == {"t2", "t3"} and "k20" in m.unmatched["t3"]
-    assert "3.5" in m.unmatched["t2"]
+def value(weights, f, bits):
+    return sum(w * f(bits[k]) for k, w in weights.items())
 
 
-def test_frontier_matching_reads_the_operational_curve():
-    """The hull of REF is b1 (0.7, 0.05) -> a2 (2.0, 0.01) -> a3 (3.0, 0): a1 (dominated)
-    and b2 (above the chord b1-a2) are never used; a point at 1.35 bits is read halfway
-    between b1 and a2; past a3, up to the reference's most bits, on a3 itself."""
-    m = match_points({"t": ("dense", 1.35)}, REF, "frontier")
-    assert m.contrasts[0].weights == pytest.approx({"b1": 0.5, "a2": 0.5})
-    assert match_points({"t": ("dense", 3.0)}, REF, "frontier").contrasts[0].weights == {"a3": 1.0}
-    assert "t" in match_points({"t": ("dense", 0.5)}, REF, "frontier").unmatched
-    with pytest.raises(ValueError, match="match must be"):
-        match_points({"t": ("dense", 1.0)}, REF, "hull")
+def test_convex_bracket_holds_every_convex_curve_between_its_ends():
+    """2,000 random convex curves (maxima of random lines) read at random bits inside their
+    configurations' range: the chord is never below the curve, the secant bound never above
+    it, and a straight line is read exactly by both. Planted bugs that fail it: the
+    neighbouring secants' mixing weights swapped (lam on the left side); the left secant's
+    extension taken from j+1 instead of j; the chord's weights swapped."""
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        f, xs = convex_samples(rng)
+        bits = {f"c{i}": float(x) for i, x in enumerate(xs)}
+        x = float(rng.uniform(xs[0], xs[-1]))
+        if (np.abs(xs - x) <= AT_RTOL * xs).any():
+            continue  # read at that configuration (the test below)
+        b = convex_bracket(x, bits)
+        assert sum(b.upper.values()) == pytest.approx(1.0) and min(b.upper.values()) >= 0
+        assert value(b.upper, f, bits) >= f(x) - 1e-12
+        assert value(b.lower, f, bits) <= f(x) + 1e-12
+        assert sum(b.lower.values()) == pytest.approx(1.0)
+        line = convex_bracket(x, bits)
+        for weights in (line.upper, line.lower):
+            assert sum(w * (0.3 - 0.1 * bits[k]) for k, w in weights.items()) == pytest.approx(
+                0.3 - 0.1 * x
+            )
 
 
-def test_unit_differences_are_the_contrast_per_trajectory():
-    m = match_points({"t1": ("k45", 1.75), "t4": ("k10", 0.7)}, REF, "kept_set")
-    ref = {k: np.array([v[2], v[2] + 1.0]) for k, v in REF.items()}
-    test = {"t1": np.array([0.0, 1.0]), "t4": np.array([0.1, 0.2])}
-    expected = np.mean([test["t1"] - (ref["a1"] + ref["a2"]) / 2, test["t4"] - ref["b1"]], 0)
-    assert unit_differences(m, test, ref) == pytest.approx(expected)
-    empty = match_points({"t3": ("k20", 1.0)}, REF, "kept_set")
-    assert np.isnan(unit_differences(empty, {"t3": np.zeros(2)}, ref)).all()
+def test_convex_bracket_gap_is_the_measured_bend():
+    """Between j and j+1 with neighbours on both sides the bracket's width is
+    lam (1 - lam) h (s_{j+1} - s_{j-1}) (by hand: slopes -0.4, -0.1, -0.02 of a curve through
+    (1, 0.5), (1.5, 0.3), (2.5, 0.2), (3.5, 0.18), read at 1.75, lam 0.25, h 1.0: width 0.25 *
+    0.75 * 1.0 * (-0.02 + 0.4) = 0.07125); on x^2 it shrinks as h^2 when the points get
+    dense."""
+    pts = {"a": 1.0, "b": 1.5, "c": 2.5, "d": 3.5}
+    loss = {"a": 0.5, "b": 0.3, "c": 0.2, "d": 0.18}
+    b = convex_bracket(1.75, pts)
+    upper = sum(w * loss[k] for k, w in b.upper.items())
+    lower = sum(w * loss[k] for k, w in b.lower.items())
+    assert upper == pytest.approx(0.275)
+    assert upper - lower == pytest.approx(0.07125)
+    assert b.step_log2 == pytest.approx(np.log2(2.5 / 1.5))
+    widths = []
+    for h in (0.5, 0.25, 0.125):
+        xs = np.arange(1.0, 3.0 + h / 2, h)
+        bits = {f"c{i}": float(v) for i, v in enumerate(xs)}
+        x = 2.0 + h / 3
+        b = convex_bracket(x, bits)
+        sq = {k: v**2 for k, v in bits.items()}
+        widths.append(sum(w * sq[k] for k, w in b.upper.items())
+                      - sum(w * sq[k] for k, w in b.lower.items()))  # fmt: skip
+    assert widths[0] / widths[1] == pytest.approx(4.0, rel=0.05)
+    assert widths[1] / widths[2] == pytest.approx(4.0, rel=0.05)
+
+
+def test_convex_bracket_ends_points_and_chord_switch():
+    """At a configuration's bits (within 0.1%) both ends are that configuration; below the
+    fewest bits or beyond 1% past the most: None; just past the most: the last
+    configuration above, the last secant carried on below; only two configurations: no
+    lower bound; ``chord``: both ends the chord; equal bits share their weight."""
+    bits = {"a": 1.0, "b": 2.0, "c": 3.0}
+    at = convex_bracket(2.0005, bits)
+    assert at.upper == at.lower == {"b": 1.0} and at.step_log2 == 0.0
+    assert convex_bracket(0.99, bits) is None and convex_bracket(3.05, bits) is None
+    past = convex_bracket(3.02, bits)
+    assert past.upper == {"c": 1.0} and past.lower == pytest.approx({"c": 1.02, "b": -0.02})
+    assert convex_bracket(1.5, {"a": 1.0, "b": 2.0}).lower is None
+    chord = convex_bracket(1.5, bits, interpolation="chord")
+    assert chord.upper == chord.lower == pytest.approx({"a": 0.5, "b": 0.5})
+    twins = convex_bracket(1.5, {"a": 1.0, "a2": 1.0, "b": 2.0})
+    assert twins.upper == pytest.approx({"a": 0.25, "a2": 0.25, "b": 0.5})
+    with pytest.raises(ValueError, match="interpolation must be"):
+        convex_bracket(1.5, bits, interpolation="spline")
+
+
+def test_frontier_candidates_reach_the_operational_curve():
+    """600 random reference sets: the lowest true loss over the candidates at x equals the
+    lower hull of the points read at x (flat past its lowest loss), by brute force over
+    every pair's mixture; a candidate's weights sum to 1 and spend x bits (or fewer, alone).
+    Planted bugs that fail it: pairs not bracketing x; the single configurations left out."""
+    rng = np.random.default_rng(4)
+    for _ in range(600):
+        n = int(rng.integers(1, 8))
+        b = np.round(rng.uniform(0.2, 3.0, n), 2)
+        y = np.round(rng.uniform(0.0, 0.2, n), 3)
+        bits = {f"c{i}": float(v) for i, v in enumerate(b)}
+        x = float(rng.uniform(b.min(), b.max()))
+        if (np.abs(b - x) <= AT_RTOL * x).any():
+            continue  # read at that configuration
+        cands = frontier_candidates(x, bits)
+        best = min(sum(w * y[int(k[1:])] for k, w in c.items()) for c in cands)
+        brute = min([y[i] for i in range(n) if b[i] <= x]
+                    + [y[i] + (y[j] - y[i]) * (x - b[i]) / (b[j] - b[i])
+                       for i in range(n) for j in range(n) if b[i] < x < b[j]])  # fmt: skip
+        assert best == pytest.approx(brute, abs=1e-12)
+        for c in cands:
+            assert sum(c.values()) == pytest.approx(1.0)
+            assert sum(w * bits[k] for k, w in c.items()) <= x * (1 + 1e-3) + 1e-12
+    assert frontier_candidates(0.1, {"a": 1.0}) is None
+    assert frontier_candidates(1.02, {"a": 1.0}) is None
+
+
+def test_bracket_differences_are_the_two_ends_per_trajectory():
+    b = convex_bracket(1.5, {"r1": 1.0, "r2": 2.0, "r3": 3.0})
+    ref = {"r1": np.array([0.3, 0.4]), "r2": np.array([0.1, 0.2]), "r3": np.array([0.05, 0.1])}
+    low, high = bracket_differences(np.array([0.2, 0.3]), ref, b)
+    assert low == pytest.approx([0.2 - 0.2, 0.3 - 0.3])
+    assert high == pytest.approx([0.2 - (1.5 * 0.1 - 0.5 * 0.05), 0.3 - (1.5 * 0.2 - 0.5 * 0.1)])
+    low, high = bracket_differences(
+        np.array([0.2]), ref, convex_bracket(1.5, {"r1": 1.0, "r2": 2.0})
+    )
+    assert np.isinf(high).all()

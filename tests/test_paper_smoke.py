@@ -32,6 +32,11 @@ VARIANTS = sum(len(e.get("rates", [None])) * len(e.get("M", [0])) for e in ENTRI
 # that no bytes carry (bits_source ideal)
 CURVES = {(e["name"], M) for e in ENTRIES for M in e.get("M", [0])
           if e.get("quantizer") != "gaussian_channel"}  # fmt: skip
+# The verdicts: one question per rate of each question's test entry (every rate it has)
+QUESTIONS = sum(
+    len(next(e for e in ENTRIES if e["name"] == q["test"]).get("rates", [None]))
+    for q in PAPER["lossy"]["verdicts"]["questions"]
+)
 # Full runs (T3, Y1-Y3): the variants the overlay's lossy.full_runs names, by entry name or by
 # its name/R{rate}_M{M} label.
 FULL = SMOKE["lossy"]["full_runs"]
@@ -125,8 +130,9 @@ def test_paper_y_tables_have_every_variant(smoke: Path) -> None:
     baseline = PAPER["lossy"]["baseline"]
     expected = {c for c in CURVES if c[0] != baseline}
     assert set(zip(t5["curve"], t5["M"], strict=True)) == expected
-    verdicts = read(smoke, "verdicts")  # paper.yaml's 8 questions, the seeds as units
-    assert len(verdicts) == len(PAPER["lossy"]["verdicts"]["questions"]) == 8
+    verdicts = read(smoke, "verdicts")  # one per rate of paper.yaml's 8 entries, seeds as units
+    assert len(PAPER["lossy"]["verdicts"]["questions"]) == 8
+    assert len(verdicts) == QUESTIONS
     assert (verdicts["design"] == "seeds").all()
     rd = pd.read_csv(smoke / "results/lossy/cnn/distortion_study.tsv", sep="\t")
     assert (rd["distortion"] > 0).all()

@@ -150,8 +150,8 @@ def write_trajectories(root, shift, noise, seed=0, W=6, S=2):
     return paths
 
 
-QUESTION = [{"test": "test", "M": 0, "reference": "uniform", "reference_M": 0,
-             "match": "kept_set"}]  # fmt: skip
+QUESTION = [{"test": "test", "M": 0, "rate": r, "reference": "uniform", "reference_M": 0,
+             "match": "kept_set"} for r in (1, 2)]  # fmt: skip
 KEPT = {f"{n}/R{r}_M0": "top-K 45.2%" for n in ("uniform", "test") for r in (1, 2, 4)}
 
 
@@ -170,25 +170,30 @@ def test_verdicts_find_the_planted_truth(tmp_path, shift, noise, expected):
         write_trajectories(tmp_path, shift, noise), questions=QUESTION, curves={},
         kept_sets=KEPT, margin=0.004,
     )  # fmt: skip
-    row = table.iloc[0]
-    assert row["verdict"] == expected
-    assert row["units"] == 6 and row["design"] == "warm starts" and row["trajectories"] == 12
-    if expected in ("better", "worse"):
-        assert row["loss_diff_mean"] == pytest.approx(shift, abs=0.003)
-        assert np.sign(row["acc_diff_mean"]) == -np.sign(shift)
-    assert row["min_detectable"] > 0
+    assert len(table) == 2  # one question per budget
+    for _, row in table.iterrows():
+        assert row["verdict"] == expected
+        assert row["units"] == 6 and row["design"] == "warm starts" and row["trajectories"] == 12
+        assert row["interp_bound"] == pytest.approx(0.0, abs=1e-12)  # uniform is linear in bits
+        if expected in ("better", "worse"):
+            assert row["loss_diff_mean"] == pytest.approx(shift, abs=0.003)
+            assert np.sign(row["acc_diff_mean"]) == -np.sign(shift)
+        assert row["min_detectable"] > 0
 
 
 def test_curves_join_entries_into_one_curve(tmp_path):
-    """With 'test' mapped onto curve 'uniform' there is nothing to compare (the question's
-    test curve disappears), so the table is empty; mapped onto its own curve it answers.
-    Planted bug: the curves mapping ignored (compressor names used)."""
+    """A question names a compressor; its reference is a curve. With 'test' mapped onto
+    curve 'uniform', test's other configuration joins the reference (never the question's
+    own); on its own curve it does not. Planted bug that fails it: the curves mapping
+    ignored (compressor names used)."""
     paths = write_trajectories(tmp_path, -0.02, 0.002)
     kw = {"questions": QUESTION, "kept_sets": KEPT, "margin": 0.004}
-    joined = verdicts_table(paths, curves={"test": "uniform"}, **kw)
-    assert joined.empty
+    joined = verdicts_table(paths, curves={"test": "uniform"}, **kw).set_index("test_point")
+    assert "test/R1_M0" in joined.loc["test/R2_M0", "reference_points"]
+    assert "test/R2_M0" not in joined.loc["test/R2_M0", "reference_points"]
     own = verdicts_table(paths, curves={"test": "test"}, **kw)
-    assert own.iloc[0]["verdict"] == "better"
+    assert (own["verdict"] == "better").all()
+    assert not own["reference_points"].str.contains("test/").any()
 
 
 def test_rows_say_what_was_matched_and_leave_out_ideal_bits(tmp_path):
@@ -207,7 +212,12 @@ def test_rows_say_what_was_matched_and_leave_out_ideal_bits(tmp_path):
     for f, p in zip(frames, paths, strict=True):
         f["bits_source"] = "bytes"
         write_tsv(p, f, list(f.columns))
-    row = verdicts_table(paths, **kw).iloc[0]
-    assert row["reference_dominated"] == "uniform/R4_M0"
-    assert row["reference_points"] == "uniform/R1_M0,uniform/R2_M0,uniform/R4_M0"
-    assert row["test_points"] == "test/R1_M0,test/R2_M0" and row["unmatched"] == ""
+    table = verdicts_table(paths, **kw).set_index("test_point")
+    # R1 at 0.7 bits: chord of R1-R2 (0.5, 1.0) above, R2-R4's secant carried left below
+    assert (
+        table.loc["test/R1_M0", "reference_points"] == "uniform/R1_M0,uniform/R2_M0,uniform/R4_M0"
+    )
+    assert table.loc["test/R1_M0", "reference_dominated"] == "uniform/R4_M0"
+    assert table.loc["test/R1_M0", "step_log2"] == pytest.approx(1.0)
+    assert table.loc["test/R2_M0", "step_log2"] == pytest.approx(np.log2(3.0))
+    assert (table["note"] == "").all()

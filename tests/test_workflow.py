@@ -164,9 +164,10 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert set(t5["curve"]) == {"dense", "none", "gennorm"}
     assert (t5["trajectories"] == 4).all()
     verdicts = pd.read_csv(tiny_workdir / "results/tables/verdicts.tsv", sep="\t")
-    # the tiny config's curves share top-K 45.2%: auto matches on that kept set
-    assert list(verdicts["question"]) == ["gennorm M2 vs uniform M0, kept set"]
-    assert list(verdicts["match"]) == ["kept_set"]
+    # the tiny config's curves share top-K 45.2%: auto matches on that kept set; one
+    # question per rate of the test (gennorm has R2 only)
+    assert list(verdicts["question"]) == ["gennorm R2 M2 on top-K 45.2% vs uniform M0, kept set"]
+    assert list(verdicts["match"]) == ["kept_set"] and list(verdicts["family"]) == ["primary"]
     assert verdicts["verdict"].isin(["better", "worse", "equivalent", "undecided"]).all()
     assert (base / "warm_start/ws0.pt").exists() and (base / "warm_start/ws1.pt").exists()
     rd = pd.read_csv(base / "distortion_study.tsv", sep="\t")

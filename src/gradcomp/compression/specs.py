@@ -47,13 +47,14 @@ Spec keys (``None`` means absent):
   (:mod:`~gradcomp.compression.memory`; the m22 modes need ``error_feedback`` and default
   ``memory_decay`` to 0.3); quantizer kinds only.
 - A kind's own options (its class's ``options``: key -> default, checked by its
-  ``check_option``): float8 ``float8_format`` / ``float8_scaling`` / ``float8_ties``, qsgd
-  ``bucket_size``, count_sketch ``rows`` / ``sketch_k_ratio`` / ``min_entries`` /
-  ``sketch_scope`` / ``sketch_feedback`` / ``sketch_hash`` / ``sketch_topk``
-  (:mod:`~gradcomp.compression.count_sketch`; a count sketch takes no ``topk``: k is set by
-  its columns, and a sketch worse than sending nothing on a test vector is refused); other
-  kinds refuse them. A kind may check its options together (class method
-  ``check_together(spec) -> (key, why) | None``).
+  ``check_option``): uniform ``levels`` (a level count from 2, in place of 2^R; the rate is
+  then its index's bits, ``ceil(log2 levels)``), float8 ``float8_format`` /
+  ``float8_scaling`` / ``float8_ties``, qsgd ``bucket_size``, count_sketch ``rows`` /
+  ``sketch_k_ratio`` / ``min_entries`` / ``sketch_scope`` / ``sketch_feedback`` /
+  ``sketch_hash`` / ``sketch_topk`` (:mod:`~gradcomp.compression.count_sketch`; a count
+  sketch takes no ``topk``: k is set by its columns, and a sketch worse than sending nothing
+  on a test vector is refused); other kinds refuse them. A kind may check its options
+  together (class method ``check_together(spec) -> (key, why) | None``).
 - ``states``: trellis states of a ``tcq`` quantizer, a power of 2 in 4..256 (default 8;
   refused elsewhere). ``tcq`` takes a ``family`` like ``lloyd`` and a rate in 1..8.
 - ``name``: a label (lowercase letters and digits in a config entry).
@@ -93,6 +94,7 @@ SOURCE_KEYS = ("quantizer", "compressor", "class")
 SPARSIFIERS = ("topk", "randomk", "none")
 #: Keys only some kinds take (their classes' ``options``); the other kinds refuse them.
 OPTION_KEYS = (
+    "levels",
     "float8_format",
     "float8_scaling",
     "float8_ties",
@@ -276,7 +278,7 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
     if not (is_int(min_entries) and min_entries >= 0):
         raise SpecError("min_entries", f"must be an integer >= 0, got {min_entries!r}")
 
-    return _full_spec(
+    spec = _full_spec(
         {**common, **_check_options(s, kind, cls)},
         memory_mode=memory_mode,
         name=str(s.get("name", kind)),
@@ -290,6 +292,11 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
         min_entries=int(min_entries),
         states=None if states is None else int(states),
     )
+    together = getattr(cls, "check_together", None)
+    problem = together(spec) if together is not None else None
+    if problem is not None:
+        raise SpecError(*problem)
+    return spec
 
 
 def _check_options(s: Mapping[str, Any], kind: str, cls: type) -> dict[str, Any]:

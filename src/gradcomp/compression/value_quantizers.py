@@ -241,24 +241,58 @@ class Float16(ValueQuantizer):
 
 
 class UniformQuantizer(ValueQuantizer):
-    """``uniform``: 2^R levels from min to max of the values (2^R + 1 with ``slip``)."""
+    """``uniform``: 2^R levels from min to max of the values (2^R + 1 with ``slip``), or
+    ``levels`` of them (any count from 2, at ``R = ceil(log2 levels)`` fixed-width bits), so
+    that the reference curve has points between the powers of two."""
 
     kind = "uniform"
     nearest_labels = True
+    #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them
+    options: ClassVar[dict[str, object]] = {"levels": None}
 
-    def __init__(self, rate: int, *, slip: bool = False):
+    def __init__(self, rate: int, *, slip: bool = False, levels: int | None = None):
         self.rate, self.slip = int(rate), bool(slip)
+        self.n_levels = None if levels is None else int(levels)
 
     @classmethod
     def from_spec(cls, spec, **kwargs):
-        return cls(spec["rate"], slip=spec["slip"])
+        return cls(spec["rate"], slip=spec["slip"], levels=spec.get("levels"))
+
+    @classmethod
+    def check_option(cls, key: str, value: object) -> str | None:
+        """Why ``value`` is not a valid ``levels`` (None: 2^R), or None."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 2:
+            return f"must be an integer >= 2 (levels from min to max), got {value!r}"
+        if value > 2**16:
+            return f"must be at most 65536 (16-bit indices), got {value!r}"
+        return None
+
+    @classmethod
+    def check_together(cls, spec) -> tuple[str, str] | None:
+        """``levels`` needs the rate of its fixed-width index, ``ceil(log2 levels)``, and no
+        ``slip`` (whose extra level is the authors' 2^R + 1)."""
+        levels = spec.get("levels")
+        if levels is None:
+            return None
+        if spec["slip"]:
+            return "levels", "the authors' slip adds its own level to 2^R; give one of the two"
+        need = level_bits(int(levels))
+        if spec["rate"] != need:
+            return "rate", f"{levels} levels are sent as {need}-bit indices: rate must be {need}"
+        return None
 
     side_names = ("min", "max")
 
     def levels(self, side: Mapping[str, float]) -> np.ndarray:
+        if self.n_levels is not None:
+            return np.linspace(float(side["min"]), float(side["max"]), self.n_levels)
         return uniform_minmax_levels(side["min"], side["max"], self.rate, extra_level=self.slip)
 
     def n_symbols(self) -> int:
+        if self.n_levels is not None:
+            return self.n_levels
         return 2**self.rate + int(self.slip)
 
     def encode(self, values, name=""):

@@ -8,6 +8,7 @@ stage (:mod:`~.federated_stage`) and the run's files (:mod:`~.run_files`), per-b
 (:mod:`~.bd_rate_table`) and the verdicts (:mod:`~.verdicts`). The
 statistics: per-trajectory means, paired differences and Holm (:mod:`~.paired`), the
 two-level design over warm starts (:mod:`~.nested`), rate curves and BD-rates
-(:mod:`~.rate_curves`), bits matched between curves (:mod:`~.matched_bits`) and the
+(:mod:`~.rate_curves`), a reference curve read at a test's bits (:mod:`~.matched_bits`), the
+difference to an operational curve with simultaneous limits (:mod:`~.max_contrast`) and the
 simulated studies that check the verdicts' procedure (:mod:`~.verdict_simulation`). Each
 stage is one workflow rule."""

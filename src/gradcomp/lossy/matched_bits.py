@@ -1,44 +1,58 @@
-"""Two rate curves compared at matched bits: one trajectory's difference as a linear contrast.
+"""A test configuration against a reference curve at its bits: the reference's value there
+bracketed, one trajectory's difference as two linear contrasts.
 
-A rate curve is a set of *configurations* (a compressor's variants: rate R, top-K fraction),
-each with a measured uplink cost (bits per entry) and a test loss on every trajectory. To
-compare a test curve with a reference curve "at the same bits", each test configuration is
-matched with the reference's loss at its bits: the mixture of the two reference
-configurations that bracket it which spends the same bits on average (time sharing: linear
-interpolation in bits). The bits that place a configuration are its **design mean** over
-every trajectory (a configuration's bits move by well under 1% between trajectories), so the
-weights are fixed numbers and one trajectory's difference
+A rate curve is a set of *configurations* (a compressor's variants: rate R or level count,
+top-K fraction), each with a measured uplink cost (bits per entry) and a test loss on every
+trajectory. A primary question asks about **one** test configuration, at its bits ``x`` (its
+*design mean* over every trajectory: a configuration's bits move by well under 1% between
+trajectories, so the weights below are fixed numbers): how its loss compares with the
+reference curve's loss ``f(x)`` at the same bits. Which reference configurations make that
+curve (``match``):
 
-    d = mean over matched test configurations t of ( y_t - sum_r w_tr y_r )
+- ``kept_set``: the reference's configurations on the **same kept set** (the same sparsifier
+  and top-K fraction, :func:`kept_set_of`). ``f`` is the reference quantizer's curve on those
+  entries, at any level count. The loss of a kept set carries a trajectory effect shared by
+  every quantizer on it (residuals of one top-K fraction correlate 0.8-1.0 in the default
+  run), which this contrast cancels. No loss enters the choice of weights.
+- ``frontier``: the reference's **operational curve** over every kept set: the lowest
+  loss any of its configurations reaches with at most ``x`` bits, alone or time-shared with
+  another (:func:`frontier_candidates`; the lower convex hull of their mean (bits, loss),
+  :func:`lower_hull`, flat past its lowest loss). Which configurations make it is not chosen
+  on the data: the difference to it is the largest of the contrasts to every candidate,
+  with simultaneous limits (:mod:`gradcomp.lossy.max_contrast`); a hull chosen on the means
+  and then tested with them leans against the test.
+- ``exact``: the uncompressed aggregate of the same round (the one-round tables'
+  ``exact_loss``), at no bits: what the compressor loses against sending float32.
 
-is a fixed linear contrast of that trajectory's losses: its mean over trajectories estimates
-the same contrast of the true means without bias, whatever the noise's correlation, and the
-interval over the design's units (:mod:`gradcomp.lossy.nested`) is exact for it. Two ways to
-choose the reference configurations a test configuration is matched with (``match``):
+**The chord is not the curve.** Between two reference configurations the straight line in
+bits lies *above* a convex curve, so a test configuration read off the chord looks better
+than it is; more trajectories shrink the interval around that bias. Under the one assumption
+that ``f`` is convex in bits (rate-distortion curves are; the operational curve is by
+construction) and non-increasing (more bits never cost loss), ``f(x)`` on one kept set is
+bracketed by
+fixed linear combinations of the reference's losses (:func:`convex_bracket`):
 
-- ``kept_set``: only the reference's configurations on the **same kept set** (the same
-  sparsifier and top-K fraction, :func:`kept_set_of`). The loss of a kept set carries a
-  trajectory effect shared by every quantizer on it (in the default run the residuals of one
-  top-K fraction correlate 0.8-1.0), which this contrast cancels: it measures the
-  quantizers, sparsifier held fixed. No loss enters the choice of weights. A test
-  configuration outside the bits its kept set's reference configurations span is not
-  matched (no extrapolation) and is listed.
-- ``frontier``: the reference's **operational curve**, the lower convex hull of its
-  configurations' design-mean (bits, loss) from its fewest bits to its lowest loss
-  (:func:`lower_hull`; flat beyond the lowest loss, up to its most bits), across kept sets.
-  It answers "is the test compressor better than the best the reference offers at these
-  bits" and is the only comparison for curves that share no kept set (a dense compressor
-  against a top-K curve); the kept sets' trajectory effects do not cancel in it. Choosing
-  the hull on the same data is a selection, and its cost was measured by simulation
-  (:mod:`gradcomp.lossy.verdict_simulation`): on the default run's structure, 95% intervals
-  cover a null difference in 93.5-96% of studies from 6 to 24 warm starts. Choosing it for
-  each unit on the other units instead (cross-fitting) did worse at 6 warm starts (92%, with
-  the units' differences no longer independent), and per-trajectory hulls are biased
-  (the minimum of noisy losses is low).
+- above by the chord of the two configurations ``j, j+1`` that bracket ``x``;
+- below by the secant of the neighbouring pair extended to ``x``: the line through
+  ``j-1, j`` carried right, and through ``j+1, j+2`` carried left, mixed with weights
+  ``1 - lam`` and ``lam`` (``lam`` = how far ``x`` lies from ``j`` to ``j+1``), so that the
+  bound meets the curve at both configurations. Its gap to the chord is ``lam (1 - lam) h
+  (s_{j+1} - s_{j-1})`` for a step ``h`` and the neighbours' slopes ``s``: the curve's
+  measured bend, small where the reference is dense, large across a kink.
+
+One trajectory's difference ``y_test - f(x)`` therefore lies between two contrasts:
+``y_test - chord`` (its low end) and ``y_test - lower bound`` (its high end), whose means
+estimate the two ends of the difference's identified interval without bias whatever the
+noise's correlation (:func:`gradcomp.lossy.nested.bounded_test` turns them into an interval
+and tests). At a reference configuration's own bits both ends are that configuration
+(:data:`AT_RTOL`); with a neighbour on neither side there is no lower bound and the high
+end is unbounded. ``interpolation="chord"`` takes the chord for the curve (both ends the
+chord): the procedure before this bracket, kept as a named switch to show its bias. On the
+front the chord is exact: time sharing reaches it.
 
 A configuration that another configuration of its own curve beats in both bits and loss is
-*dominated* (:func:`pareto_front`); which reference configurations a question's contrasts
-lean on, and which of them are dominated, is reported beside every verdict.
+*dominated* (:func:`pareto_front`); the verdicts list which reference configurations a
+question leans on, and which of them are dominated.
 """
 
 from __future__ import annotations
@@ -49,26 +63,42 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "AT_RTOL",
     "BITS_RTOL",
+    "INTERPOLATIONS",
     "MATCHES",
-    "Contrast",
-    "Matching",
+    "Bracket",
+    "bracket_differences",
+    "convex_bracket",
+    "frontier_candidates",
     "interpolation_weights",
     "kept_set_of",
     "lower_hull",
-    "match_points",
     "pareto_front",
-    "unit_differences",
 ]
 
-#: The ways a test configuration is matched with the reference (module doc).
-MATCHES = ("kept_set", "frontier")
+#: What a test configuration is compared with (module doc).
+MATCHES = ("kept_set", "frontier", "exact")
+#: How the reference is read between its configurations (module doc).
+INTERPOLATIONS = ("convex", "chord")
+#: Bits that differ by at most this fraction count as the same budget: two quantizers with
+#: two levels on one kept set spend the same bits but for their few side floats (0.03% in the
+#: default run), and one configuration's bits move by 0.1-1% between trajectories.
+AT_RTOL = 1e-3
+#: A test configuration at most this fraction past the reference's most bits is read at its
+#: last configuration (more bits never cost loss); farther out, or below the fewest bits,
+#: it is not matched (no extrapolation).
+BITS_RTOL = 0.01
 
 
 def kept_set_of(spec: Mapping) -> str:
     """The kept set a checked compressor spec sends (its ``sparsifier`` and the ``topk``
     fraction it actually keeps): ``"top-K 45.2%"``, ``"random-K 10%"`` or ``"dense"`` (every
-    entry; PowerSGD and count sketch, which sparsify nothing, included)."""
+    entry; PowerSGD and count sketch, which sparsify nothing, included).
+
+    >>> kept_set_of({"quantizer": "uniform", "sparsifier": "topk", "topk": 0.452})
+    'top-K 45.2%'
+    """
     sparsifier = spec.get("sparsifier") or "none"
     if spec.get("compressor") is not None or sparsifier == "none":
         return "dense"
@@ -122,18 +152,16 @@ def lower_hull(bits: Sequence[float], loss: Sequence[float]) -> np.ndarray:
     return mask
 
 
-#: Bits that differ by at most this fraction count as the same bits: two quantizers at one
-#: rate on one kept set spend bits within 1% of each other, and a test configuration that far
-#: past the reference's last configuration is read at it.
-BITS_RTOL = 0.01
-
-
 def interpolation_weights(
     x: float, xs: Sequence[float], rtol: float = BITS_RTOL
 ) -> np.ndarray | None:
     """Weights over the points ``xs`` (any order) of the piecewise-linear interpolant at
     ``x``: the two points that bracket it (points at equal ``xs`` share their weight), the
-    end point(s) where ``x`` lies beyond an end by at most ``rtol`` of it; None farther out."""
+    end point(s) where ``x`` lies beyond an end by at most ``rtol`` of it; None farther out.
+
+    >>> interpolation_weights(1.5, [1.0, 2.0]).tolist()
+    [0.5, 0.5]
+    """
     xs = np.asarray(xs, dtype=np.float64)
     if xs.size == 0:
         return None
@@ -155,88 +183,143 @@ def interpolation_weights(
 
 
 @dataclass(frozen=True)
-class Contrast:
-    """One test configuration matched with the reference: ``weights`` (reference label ->
-    weight, summing to 1) give the reference's loss at the test's ``log_bits``."""
+class Bracket:
+    """The reference's loss at one test configuration's bits, bracketed (module doc).
 
-    test: str
-    kept_set: str
-    log_bits: float
-    weights: Mapping[str, float]
+    ``upper``: label -> weight of the chord (non-negative, sum 1), an upper bound of a convex
+    curve; ``lower``: label -> weight of the secant extensions (sum 1, some negative), a lower
+    bound, or None where no neighbour gives one; ``step_log2``: log2 of the ratio of the
+    bits of the two configurations that bracket the test (0 at a configuration's bits).
+    """
 
-
-@dataclass(frozen=True)
-class Matching:
-    """A test curve matched with a reference curve (:func:`match_points`): the contrasts, the
-    test configurations left ``unmatched`` (label -> why) and the reference configurations
-    the contrasts use (``used``)."""
-
-    mode: str
-    contrasts: tuple[Contrast, ...]
-    unmatched: Mapping[str, str]
+    upper: Mapping[str, float]
+    lower: Mapping[str, float] | None
+    step_log2: float
 
     @property
     def used(self) -> tuple[str, ...]:
-        return tuple(sorted({r for c in self.contrasts for r, w in c.weights.items() if w > 0}))
+        """The reference configurations either end leans on, sorted."""
+        both = {**self.upper, **(self.lower or {})}
+        return tuple(sorted(k for k, w in both.items() if w != 0))
 
 
-def match_points(
-    test: Mapping[str, tuple[str, float]],
-    reference: Mapping[str, tuple[str, float, float]],
-    mode: str,
-) -> Matching:
-    """Match every test configuration (label -> (kept set, design-mean bits per entry)) with the
-    reference's (label -> (kept set, design-mean bits per entry, mean loss)); ``mode`` one of
-    :data:`MATCHES` (module doc). The reference's mean loss only chooses the front
-    (``frontier``)."""
-    if mode not in MATCHES:
-        raise ValueError(f"match must be one of {MATCHES}, got {mode!r}")
-    labels = list(reference)
-    kept = np.array([reference[r][0] for r in labels])
-    bits = np.array([reference[r][1] for r in labels], dtype=np.float64)
-    if mode == "frontier":
-        loss = np.array([reference[r][2] for r in labels], dtype=np.float64)
-        on_front = lower_hull(bits, loss)
-    contrasts, unmatched = [], {}
-    for label, (kept_set, test_bits) in test.items():
-        if mode == "kept_set":
-            pool = kept == kept_set
-            if not pool.any():
-                unmatched[label] = f"the reference has no configuration on {kept_set}"
-                continue
-        else:
-            pool = on_front
-        idx = np.flatnonzero(pool)
-        w = interpolation_weights(test_bits, bits[idx])
-        if w is None and mode == "frontier" and bits[idx].max() < test_bits <= bits.max():
-            # past the lowest-loss configuration the operational curve is flat: more bits
-            # buy nothing the reference cannot reach with its fewer
-            w = (bits[idx] == bits[idx].max()) / (bits[idx] == bits[idx].max()).sum()
-        if w is None:
-            where = f"on {kept_set}" if mode == "kept_set" else "on its front"
-            lo, hi = bits[idx].min(), bits[idx].max()
-            unmatched[label] = (
-                f"{test_bits:.3g} bits per entry lie outside the reference's "
-                f"{lo:.3g}-{hi:.3g} {where}"
-            )
-            continue
-        weights = {labels[i]: float(wi) for i, wi in zip(idx, w, strict=True) if wi > 0}
-        contrasts.append(Contrast(label, kept_set, float(test_bits), weights))
-    return Matching(mode, tuple(contrasts), unmatched)
+def _spread(weights: dict[int, float], groups: list[list[str]]) -> dict[str, float]:
+    """Weights of distinct bits -> weights of labels, labels at equal bits sharing theirs."""
+    out: dict[str, float] = {}
+    for g, w in weights.items():
+        for label in groups[g]:
+            out[label] = out.get(label, 0.0) + w / len(groups[g])
+    return {k: v for k, v in out.items() if v != 0}
 
 
-def unit_differences(
-    matching: Matching, test_values: Mapping[str, np.ndarray], ref_values: Mapping[str, np.ndarray]
-) -> np.ndarray:
-    """Per trajectory, the mean over the matched test configurations of the test's value
-    minus the reference's at matched bits (module doc); ``*_values``: label -> one value per
-    trajectory, in one trajectory order. NaN for every trajectory when nothing matched."""
-    if not matching.contrasts:
-        n = len(next(iter(test_values.values()))) if test_values else 0
-        return np.full(n, np.nan)
-    parts = [
-        np.asarray(test_values[c.test], dtype=np.float64)
-        - sum(w * np.asarray(ref_values[r], dtype=np.float64) for r, w in c.weights.items())
-        for c in matching.contrasts
+def convex_bracket(
+    x: float,
+    bits: Mapping[str, float],
+    *,
+    interpolation: str = "convex",
+    rtol: float = BITS_RTOL,
+) -> Bracket | None:
+    """:class:`Bracket` of the reference curve through the configurations ``bits`` (label ->
+    design-mean bits per entry) at ``x`` bits; None where ``x`` lies below the fewest bits or
+    more than ``rtol`` past the most. ``interpolation="chord"``: the lower end is the chord.
+
+    >>> b = convex_bracket(1.5, {"r1": 1.0, "r2": 2.0, "r3": 3.0})
+    >>> dict(b.upper), dict(b.lower)
+    ({'r1': 0.5, 'r2': 0.5}, {'r2': 1.5, 'r3': -0.5})
+    """
+    if interpolation not in INTERPOLATIONS:
+        raise ValueError(f"interpolation must be one of {INTERPOLATIONS}, got {interpolation!r}")
+    if not bits:
+        return None
+    u = np.array(sorted(set(float(b) for b in bits.values())))
+    groups = [[lb for lb, b in bits.items() if float(b) == ub] for ub in u]
+    x = float(x)
+    near = np.flatnonzero(np.abs(u - x) <= AT_RTOL * u)
+    if near.size:
+        k = int(near[np.argmin(np.abs(u[near] - x))])
+        at = _spread({k: 1.0}, groups)
+        return Bracket(at, at, 0.0)
+    n = u.size - 1
+    if x < u[0] or x > u[n] * (1 + rtol):
+        return None
+    if x > u[n]:  # just past the last configuration: no more loss than it (non-increasing)
+        upper = {n: 1.0}
+        lower = None
+        if n >= 1:
+            a = (x - u[n]) / (u[n] - u[n - 1])
+            lower = {n: 1.0 + a, n - 1: -a}
+        step = float(np.log2(x / u[n]))
+    else:
+        j = int(np.searchsorted(u, x) - 1)
+        h = u[j + 1] - u[j]
+        lam = (x - u[j]) / h
+        upper = {j: 1.0 - lam, j + 1: lam}
+        sides = []
+        if j >= 1:  # the secant through j-1, j carried right to x
+            a = (x - u[j]) / (u[j] - u[j - 1])
+            sides.append((1.0 - lam, {j: 1.0 + a, j - 1: -a}))
+        if j + 2 <= n:  # the secant through j+1, j+2 carried left to x
+            c = (u[j + 1] - x) / (u[j + 2] - u[j + 1])
+            sides.append((lam, {j + 1: 1.0 + c, j + 2: -c}))
+        lower = None
+        if sides:
+            total = sum(s for s, _ in sides)
+            lower = {}
+            for share, w in sides:
+                for g, v in w.items():
+                    lower[g] = lower.get(g, 0.0) + share / total * v
+        step = float(np.log2(u[j + 1] / u[j]))
+    upper_w = _spread(upper, groups)
+    if interpolation == "chord":
+        return Bracket(upper_w, upper_w, step)
+    return Bracket(upper_w, None if lower is None else _spread(lower, groups), step)
+
+
+def frontier_candidates(
+    x: float, bits: Mapping[str, float], rtol: float = BITS_RTOL
+) -> list[dict[str, float]] | None:
+    """The ways the reference reaches at most ``x`` bits (label -> weight each, summing to
+    1): every configuration with at most ``x`` bits alone, and every pair that brackets
+    ``x`` time-shared to spend ``x`` (its chord). The operational curve at ``x`` is the
+    lowest of their losses (:mod:`gradcomp.lossy.max_contrast`). None below the fewest bits
+    or more than ``rtol`` past the most (no extrapolation).
+
+    >>> frontier_candidates(1.5, {"a": 1.0, "b": 2.0})
+    [{'a': 1.0}, {'a': 0.5, 'b': 0.5}]
+    """
+    labels = list(bits)
+    b = np.array([bits[lb] for lb in labels], dtype=np.float64)
+    x = float(x)
+    if b.size == 0 or x < b.min() * (1 - AT_RTOL) or x > b.max() * (1 + rtol):
+        return None
+    out: list[dict[str, float]] = [
+        {lb: 1.0} for lb, bi in zip(labels, b, strict=True) if bi <= x * (1 + AT_RTOL)
     ]
-    return np.mean(parts, axis=0)
+    for i, j in ((i, j) for i in range(b.size) for j in range(b.size)):
+        if b[i] < x < b[j] and abs(b[i] - x) > AT_RTOL * x and abs(b[j] - x) > AT_RTOL * x:
+            lam = (x - b[i]) / (b[j] - b[i])
+            out.append({labels[i]: float(1.0 - lam), labels[j]: float(lam)})
+    return out
+
+
+def bracket_differences(
+    test: np.ndarray, reference: Mapping[str, np.ndarray], bracket: Bracket
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per trajectory, (low end, high end) of the test's value minus the reference's at its
+    bits: ``test - chord`` and ``test - lower bound`` (+inf without a lower bound);
+    ``reference``: label -> one value per trajectory, in the test's order.
+
+    >>> b = convex_bracket(1.5, {"r1": 1.0, "r2": 2.0, "r3": 3.0})
+    >>> ref = {"r1": np.array([0.3]), "r2": np.array([0.1]), "r3": np.array([0.05])}
+    >>> [float(v[0]) for v in bracket_differences(np.array([0.2]), ref, b)]
+    [0.0, 0.075]
+    """
+    y = np.asarray(test, dtype=np.float64)
+
+    def combined(weights: Mapping[str, float]) -> np.ndarray:
+        return sum(w * np.asarray(reference[r], dtype=np.float64) for r, w in weights.items())
+
+    low_end = y - combined(bracket.upper)
+    if bracket.lower is None:
+        return low_end, np.full_like(y, np.inf)
+    return low_end, y - combined(bracket.lower)

@@ -32,7 +32,9 @@ import scipy.stats
 
 __all__ = [
     "VERDICTS",
+    "BoundedTest",
     "NestedTest",
+    "bounded_test",
     "decide",
     "min_detectable",
     "nested_test",
@@ -92,6 +94,118 @@ def nested_test(values, warm_starts, level: float = 0.95) -> NestedTest:
     else:
         p = float(2 * scipy.stats.t.sf(abs(mean) / se, n - 1))
     return NestedTest(mean, mean - half, mean + half, p, se, n - 1, n, design)
+
+
+@dataclass(frozen=True)
+class BoundedTest:
+    """A difference known to lie between two estimable ends (a low end ``low`` and a high end
+    ``high``, each a :class:`NestedTest` over the same units; :func:`bounded_test`).
+
+    ``mean``: the middle of the two ends' means; ``bound``: the width between them (what
+    not knowing the reference curve between its points costs); ``lo`` / ``hi``: the 95%
+    interval (the low end's lower and the high end's upper limit); ``p``: two-sided p of
+    difference = 0; ``se`` / ``df``: the larger standard error and the smaller degrees of
+    freedom of the two ends."""
+
+    low: NestedTest
+    high: NestedTest
+
+    @property
+    def mean(self) -> float:
+        return 0.5 * (self.low.mean + self.high.mean)
+
+    @property
+    def bound(self) -> float:
+        return self.high.mean - self.low.mean
+
+    @property
+    def lo(self) -> float:
+        return self.low.lo
+
+    @property
+    def hi(self) -> float:
+        return self.high.hi
+
+    @property
+    def se(self) -> float:
+        return max(self.low.se, self.high.se)
+
+    @property
+    def df(self) -> int:
+        return min(self.low.df, self.high.df)
+
+    @property
+    def units(self) -> int:
+        return self.low.units
+
+    @property
+    def design(self) -> str:
+        return self.low.design
+
+    @property
+    def p(self) -> float:
+        """Twice the smaller one-sided p: of ``high >= 0`` (evidence the difference is
+        negative) and of ``low <= 0`` (evidence it is positive). A true difference of 0 puts
+        the high end at or above 0 and the low end at or below it, so each one-sided test
+        keeps its level alpha / 2; with equal ends this is the two-sided t-test."""
+        below = _one_sided(self.high, 0.0, "below")
+        above = _one_sided(self.low, 0.0, "above")
+        if not (np.isfinite(below) and np.isfinite(above)):
+            return np.nan
+        return float(min(1.0, 2.0 * min(below, above)))
+
+    def min_detectable(self, alpha: float, power: float = 0.8) -> float:
+        """The bracket's width plus :func:`min_detectable` of the larger standard error: the
+        smallest true difference found with probability ``power`` at level ``alpha``."""
+        return self.bound + min_detectable(self.se, self.df, alpha, power)
+
+    def units_for(self, target: float, alpha: float, power: float = 0.8) -> float:
+        """:func:`units_needed` to detect ``target`` nats beyond the bracket's width (inf
+        where the width alone is as wide)."""
+        if not self.bound < target:
+            return np.inf
+        return units_needed(self.se, self.units, target - self.bound, alpha, power)
+
+    def tost(self, margin: float) -> float:
+        """TOST p of equivalence within ``(-margin, margin)``: the larger of the one-sided p
+        of ``low <= -margin`` and of ``high >= margin`` (:func:`tost_p` with equal ends)."""
+        if margin <= 0:
+            return np.nan
+        p_low = _one_sided(self.low, -margin, "above")
+        p_high = _one_sided(self.high, margin, "below")
+        if not (np.isfinite(p_low) and np.isfinite(p_high)):
+            return np.nan
+        return float(max(p_low, p_high))
+
+
+def _one_sided(t: NestedTest, null: float, side: str) -> float:
+    """One-sided t p-value against ``null`` for a mean ``side`` ("above"/"below") of it; 1
+    for an end at infinity, NaN without a standard error."""
+    if np.isinf(t.mean):
+        return 1.0
+    if not (np.isfinite(t.mean) and np.isfinite(t.se) and t.df >= 1):
+        return np.nan
+    z = t.mean - null
+    if t.se == 0:
+        return 0.0 if (z > 0 if side == "above" else z < 0) else 1.0
+    if side == "above":
+        return float(scipy.stats.t.sf(z / t.se, t.df))
+    return float(scipy.stats.t.cdf(z / t.se, t.df))
+
+
+def bounded_test(low_values, high_values, warm_starts, level: float = 0.95) -> BoundedTest:
+    """:class:`BoundedTest` of per-trajectory low and high ends (equal arrays for a
+    difference known exactly; a high end of +inf where it has no bound), each over the
+    design's units (:func:`nested_test`). The interval's two limits are each one-sided at
+    ``(1 - level) / 2``, so it covers every value between the two ends' means with at least
+    ``level``."""
+    low = nested_test(low_values, warm_starts, level)
+    high_values = np.asarray(high_values, dtype=np.float64)
+    if np.isinf(high_values).any() and np.isfinite(low.mean):
+        high = NestedTest(np.inf, np.inf, np.inf, np.nan, low.se, low.df, low.units, low.design)
+    else:
+        high = nested_test(high_values, warm_starts, level)
+    return BoundedTest(low, high)
 
 
 def tost_p(mean: float, se: float, df: int, margin: float) -> float:

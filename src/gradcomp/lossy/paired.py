@@ -155,7 +155,9 @@ def pick_baseline(
         if joins or cands.empty or (pairable is not None and not pairable(name)):
             out[key] = None
             continue
-        partner = cands["compressor"].iloc[0]
+        # the baseline itself where it has this rate on the kept set, before an entry that
+        # only joins its curve (e.g. a level count between its powers of two)
+        partner = sorted(cands["compressor"], key=lambda n: (n != baseline, n))[0]
         Ms = sorted(cands["M"].unique())
         out[key] = (model, partner, rate, M if M in Ms else Ms[0])
     return out

@@ -1,33 +1,38 @@
 """Simulated one-round studies with a known truth, to check the verdicts' procedure.
 
 The verdicts (:mod:`gradcomp.lossy.verdicts`) are only worth what their coverage and power
-are on data of the real structure. This module draws per-trajectory tables (one row per
-variant and trajectory, :data:`gradcomp.lossy.verdicts.POINT_COLUMNS`) from a model of the
-default run's one-round study:
+are on data of the real structure, and on the curve shapes that break a reading between
+reference points. This module draws per-trajectory tables (one row per variant and
+trajectory, :data:`gradcomp.lossy.verdicts.POINT_COLUMNS`) from a model of the one-round
+study:
 
     loss_jc = exact_j + mu_c + lambda_c f_j + sigma_c e_jc
 
 for configuration ``c`` on trajectory ``j`` of warm start ``w(j)``: ``f_j = sqrt(rho) a_w +
 sqrt(1 - rho) b_j`` is the trajectory's *sparsification factor* (standard normal; ``rho`` its
-share between warm starts), on which every configuration loads by ``lambda_c`` (a top-K
-group's loading: in the default run the residuals of one top-K fraction correlate 0.8-1.0,
-and the 10% and 2% groups with each other and with the dense low-rank compressor at 0.96 and
-more); ``e_jc`` is the configuration's own noise (uniform R1 at top-K 45.2% has 0.13 nats of
-it). ``exact_j`` (the uncompressed aggregate's loss) moves every configuration of a
-trajectory alike. Accuracy is ``exact acc - loss increase / 2.5`` (the default run's slope)
-plus its own noise. Bits per entry are fixed per configuration with a 0.05% jitter.
+share between warm starts), on which every configuration loads by ``lambda_c`` (in the
+default run the residuals of one top-K fraction correlate 0.8-1.0); ``e_jc`` is the
+configuration's own noise. ``exact_j`` (the uncompressed aggregate's loss) moves every
+configuration of a trajectory alike. Accuracy is ``exact acc - loss increase / 2.5`` (the
+default run's slope) plus its own noise. Bits per entry are fixed per configuration with a
+0.05% jitter.
 
-A test curve's truth is set relative to the reference (``truth``): ``kept_set`` puts each test
-configuration on the reference's curve of its kept set (linear in bits between the
-reference configurations that bracket it), ``frontier`` on the reference's true undominated
-front; then every test configuration is moved by ``shift`` nats. Under ``shift = 0`` the
-difference a question estimates is 0, so its 95% interval should cover 0 in 95% of the
-studies; under a shift it should be found with the power the verdict table states.
+The truth is a **curve**, not a set of points: each kept set has a true loss-increase curve
+in bits (:class:`Shape`: convex and non-increasing, smooth, steep or kinked), the reference's
+configurations sit on it (``mu`` of a :class:`Config` moves one off it, e.g. a dominated
+point), and a test configuration's truth is set by its question's ``match``: ``kept_set`` on
+its kept set's curve at its bits, ``frontier`` on the reference's operational curve (the lower
+hull of its configurations' true means, time sharing), ``exact`` at the uncompressed
+aggregate. Every test configuration is then moved by ``shift`` nats; its question's
+difference is that shift, which its 95% interval should cover in 95% of the studies.
 
-:func:`default_scenario` is the default run's structure (the reference's means, loadings and
-own noise as measured on the development machine's one-round study, the reference non-monotone
-with a dominated point and a gap of 0.8 in log bits), with test curves of five, three and one
-configurations.
+Scenarios (:data:`SCENARIOS`): :func:`default_scenario` (the default run's structure: a
+reference over five kept sets with a +0.1-nat kink at 1 bit per kept value, quantizer
+configurations on two kept sets, dense compressors against the front, one test against the
+uncompressed aggregate), :func:`sparse_scenario` (three reference points over 2 in log2
+bits on a convex curve, gentle or steep), :func:`kinked_scenario` (a +0.1 step between the
+first two reference points, like uniform's R1) and :func:`dense_scenario` (a point every
+0.2 in log2 bits).
 """
 
 from __future__ import annotations
@@ -42,27 +47,71 @@ from gradcomp.lossy.matched_bits import interpolation_weights, lower_hull
 from gradcomp.lossy.verdicts import verdicts_from_points
 
 __all__ = [
-    "Config", "Scenario", "TestCurve", "default_scenario", "replicate", "simulate", "true_loss",
-]  # fmt: skip
+    "SCENARIOS",
+    "Config",
+    "Scenario",
+    "Shape",
+    "TestCurve",
+    "default_scenario",
+    "dense_scenario",
+    "kinked_scenario",
+    "replicate",
+    "simulate",
+    "sparse_scenario",
+    "true_loss",
+]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A true loss-increase curve of bits per entry ``b`` (nats): ``floor + amplitude *
+    2^(-b / halving)`` plus the piecewise-linear curve through ``knots`` ((bits, value)
+    pairs; flat past the last, its first slope carried before the first). Convex and
+    non-increasing for amplitude >= 0 and knots whose slopes rise to at most 0."""
+
+    floor: float = 0.0
+    amplitude: float = 0.0
+    halving: float = 1.0
+    knots: tuple[tuple[float, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.knots:
+            b = np.array([k[0] for k in self.knots])
+            y = np.array([k[1] for k in self.knots])
+            slopes = np.diff(y) / np.diff(b)
+            if (np.diff(b) <= 0).any() or (np.diff(slopes) < -1e-12).any() or (slopes > 0).any():
+                raise ValueError(f"knots {self.knots} are not convex and non-increasing")
+
+    def __call__(self, bits: float) -> float:
+        out = self.floor + self.amplitude * 2.0 ** (-float(bits) / self.halving)
+        if self.knots:
+            b = np.array([k[0] for k in self.knots])
+            y = np.array([k[1] for k in self.knots])
+            if bits < b[0] and len(b) > 1:
+                out += y[0] + (y[1] - y[0]) / (b[1] - b[0]) * (bits - b[0])
+            else:
+                out += float(np.interp(bits, b, y))
+        return float(out)
 
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration: ``rate``, ``kept_set``, ``bits`` per entry, mean loss increase
-    ``mu`` (nats), loading ``loading`` on the trajectory factor and own noise ``sd`` (nats)."""
+    """One configuration: ``rate``, ``kept_set``, ``bits`` per entry, loading ``loading`` on
+    the trajectory factor and own noise ``sd`` (nats); ``mu``: its true mean loss increase
+    where it is off its kept set's curve (None: on it)."""
 
     rate: int
     kept_set: str
     bits: float
-    mu: float = 0.0
     loading: float = 0.0
     sd: float = 0.0
+    mu: float | None = None
 
 
 @dataclass(frozen=True)
 class TestCurve:
-    """A test curve ``name``, its configurations (``mu`` is ignored: set by ``truth``) and
-    the question's ``match`` (the truth it is placed on)."""
+    """A test compressor ``name``, its configurations (each one question) and the
+    questions' ``match`` (the truth they are placed on)."""
 
     name: str
     configs: tuple[Config, ...]
@@ -71,9 +120,12 @@ class TestCurve:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A reference curve (entries: compressor name -> its configurations, all one curve),
-    test curves, the factor's warm-start share ``rho`` and the exact loss's spread."""
+    """The reference's true curves (kept set -> :class:`Shape`) and configurations (entries:
+    compressor name -> configurations, all one curve), the test curves, the factor's
+    warm-start share ``rho``, the exact loss's spread and how the questions read the
+    reference between its configurations (``interpolation``)."""
 
+    shapes: Mapping[str, Shape]
     reference: Mapping[str, tuple[Config, ...]]
     tests: tuple[TestCurve, ...]
     rho: float = 0.5
@@ -81,6 +133,8 @@ class Scenario:
     acc_slope: float = 2.5
     acc_sd: float = 0.004
     curve: str = "uniform"
+    #: how the questions read the reference (None: convex on a kept set, chord on the front)
+    interpolation: str | None = None
     kept_sets: dict[str, str] = field(default_factory=dict)
 
     def labels(self) -> dict[str, str]:
@@ -97,10 +151,14 @@ class Scenario:
         return {name: self.curve for name in self.reference}
 
     def questions(self) -> list[dict]:
+        """One question per test configuration, one Holm family."""
         return [
-            {"test": t.name, "M": 0, "reference": self.curve, "reference_M": 0,
-             "match": t.match}
+            {"test": t.name, "M": 0, "rate": c.rate, "reference": self.curve, "reference_M": 0,
+             "match": t.match, "family": "primary",
+             "interpolation": self.interpolation
+             or ("convex" if t.match == "kept_set" else "chord")}
             for t in self.tests
+            for c in t.configs
         ]  # fmt: skip
 
 
@@ -108,20 +166,31 @@ def _reference_configs(scenario: Scenario) -> list[Config]:
     return [c for configs in scenario.reference.values() for c in configs]
 
 
+def _mean(scenario: Scenario, c: Config) -> float:
+    return c.mu if c.mu is not None else scenario.shapes[c.kept_set](c.bits)
+
+
 def true_loss(scenario: Scenario, point: Config, match: str) -> float:
-    """The reference's true mean loss increase at ``point``'s bits: on its kept set's
-    reference configurations (``kept_set``) or on the reference's true front (``frontier``);
-    ValueError where the bits lie outside."""
-    ref = _reference_configs(scenario)
+    """The reference's true mean loss increase at ``point``'s bits: its kept set's curve
+    (``kept_set``), the operational curve of the reference's configurations (``frontier``:
+    the lower hull of their true means, linear between its vertices) or 0 (``exact``);
+    ValueError where the bits lie outside the front."""
+    if match == "exact":
+        return 0.0
     if match == "kept_set":
-        pool = [c for c in ref if c.kept_set == point.kept_set]
-    else:
-        front = lower_hull([c.bits for c in ref], [c.mu for c in ref])
-        pool = [c for c, on in zip(ref, front, strict=True) if on]
-    w = interpolation_weights(point.bits, [c.bits for c in pool])
+        return scenario.shapes[point.kept_set](point.bits)
+    ref = _reference_configs(scenario)
+    mus = [_mean(scenario, c) for c in ref]
+    front = lower_hull([c.bits for c in ref], mus)
+    pool = [(c.bits, m) for c, m, on in zip(ref, mus, front, strict=True) if on]
+    top = max(b for b, _ in pool)
+    bits = point.bits
+    if top < bits <= max(c.bits for c in ref):
+        bits = top  # flat past the lowest loss, up to the reference's most bits
+    w = interpolation_weights(bits, [b for b, _ in pool])
     if w is None:
-        raise ValueError(f"{point} lies outside the reference's {match} curve")
-    return float(np.dot(w, [c.mu for c in pool]))
+        raise ValueError(f"{point} lies outside the reference's front")
+    return float(np.dot(w, [m for _, m in pool]))
 
 
 def simulate(
@@ -135,12 +204,13 @@ def simulate(
 ) -> pd.DataFrame:
     """One simulated study: a row per variant and trajectory (``warm_starts`` x ``seeds``)
     with the columns :func:`gradcomp.lossy.verdicts.verdicts_from_points` reads; every test
-    curve's configurations sit ``shift`` nats (one value, or one per test curve) off its
-    truth (module doc)."""
-    shifts = np.broadcast_to(np.asarray(shift, dtype=np.float64), (len(scenario.tests),))
-    entries = [(name, c, c.mu) for name, configs in scenario.reference.items() for c in configs]
-    for t, s in zip(scenario.tests, shifts, strict=True):
-        entries += [(t.name, c, true_loss(scenario, c, t.match) + s) for c in t.configs]
+    configuration sits ``shift`` nats (one value, or one per question in
+    :meth:`Scenario.questions` order) off its truth (module doc)."""
+    n_q = sum(len(t.configs) for t in scenario.tests)
+    shifts = iter(np.broadcast_to(np.asarray(shift, dtype=np.float64), (n_q,)))
+    entries = [(name, c, _mean(scenario, c)) for name, cs in scenario.reference.items() for c in cs]
+    for t in scenario.tests:
+        entries += [(t.name, c, true_loss(scenario, c, t.match) + next(shifts)) for c in t.configs]
     n = warm_starts * seeds
     ws = np.repeat(np.arange(warm_starts), seeds)
     a = rng.standard_normal(warm_starts)[ws]
@@ -158,6 +228,7 @@ def simulate(
                     "warm_start": ws, "seed": np.tile(np.arange(seeds), warm_starts),
                     "bits_per_entry": c.bits * (1 + 5e-4 * rng.standard_normal(n)),
                     "test_loss": exact + increase, "test_acc": acc,
+                    "exact_loss": exact, "exact_acc": exact_acc,
                 }
             )
         )  # fmt: skip
@@ -168,41 +239,113 @@ def _configs(kept_set: str, rows: Sequence[tuple]) -> tuple[Config, ...]:
     return tuple(Config(r, kept_set, *rest) for r, *rest in rows)
 
 
+K45, K20, K10, K5, K2, DENSE = (
+    "top-K 45.2%", "top-K 20%", "top-K 10%", "top-K 5%", "top-K 2%", "dense",
+)  # fmt: skip
+
+
 def default_scenario() -> Scenario:
-    """The default run's structure (module doc): uniform at top-K 45.2% (R1-R4), 10% (R1, R2,
-    R4) and 2% (R1, R2), with the measured bits, means, loadings and own noise (nats; the
-    development machine's one-round study of 6 warm starts x 2 seeds); R1 at 45.2% is
-    dominated by R1 at 10% and sits above a gap from 0.84 to 1.58 bits. Test curves: a
-    five-configuration quantizer on 45.2% and 10% (kept-set truth), a three-configuration
-    dense compressor and a one-configuration dense compressor in the gap (frontier truth)."""
-    k45, k10, k2, dense = "top-K 45.2%", "top-K 10%", "top-K 2%", "dense"
-    # (rate, bits per entry, mean loss increase, loading, own noise)
+    """The default run's structure (module doc), from the development machine's one-round
+    study (bits per entry, mean loss increases, loadings and own noise in nats): uniform at
+    top-K 45.2% with 2 to 64 levels (1.58-3.19 bits; +0.17 at two levels, a kink to +0.004
+    at three, flat after), 20% (R1, R2, R4), 10% (R1, R2, R4), 5% and 2% (R1, R2). Test
+    configurations: a quantizer at 1, 2 and 4 bits per kept value on 45.2% and at 1 and 2 on
+    10% (kept-set truth), three dense configurations and one in a gap of the front
+    (frontier truth), and the quantizer's 1-bit configuration against the uncompressed
+    aggregate."""
+    shapes = {
+        K45: Shape(knots=((1.58, 0.17), (1.70, 0.004), (2.4, 0.0), (3.2, 0.0))),
+        K20: Shape(knots=((1.07, 0.037), (1.17, 0.006), (1.37, 0.005))),
+        K10: Shape(knots=((0.70, 0.014), (0.76, 0.0125), (0.85, 0.012))),
+        K5: Shape(knots=((0.46, 0.025), (0.49, 0.024))),
+        K2: Shape(knots=((0.26, 0.034), (0.28, 0.033))),
+    }
+    # (rate, bits per entry, loading, own noise)
     reference = {
-        "uniform": _configs(k45, [(1, 1.578, 0.155, 0.0, 0.126), (2, 1.804, 0.002, 0.010, 0.008),
-                                  (3, 2.124, 0.001, 0.010, 0.008),
-                                  (4, 2.363, 0.002, 0.010, 0.006)]),
-        "uniformk10": _configs(k10, [(1, 0.702, 0.019, 0.026, 0.010),
-                                     (2, 0.756, 0.039, 0.062, 0.010),
-                                     (4, 0.842, 0.033, 0.055, 0.008)]),
-        "uniformk2": _configs(k2, [(1, 0.256, 0.052, 0.078, 0.006),
-                                   (2, 0.270, 0.058, 0.084, 0.006)]),
+        "uniform": _configs(K45, [(1, 1.583, 0.0, 0.18), (2, 1.807, 0.018, 0.02),
+                                  (3, 2.118, 0.018, 0.012), (4, 2.370, 0.018, 0.01),
+                                  (5, 2.764, 0.018, 0.01), (6, 3.192, 0.018, 0.01)]),
+        "uniformq3": _configs(K45, [(2, 1.70, 0.018, 0.03)]),
+        "uniformq5": _configs(K45, [(3, 1.90, 0.018, 0.015)]),
+        "uniformq6": _configs(K45, [(3, 1.97, 0.018, 0.015)]),
+        "uniformq7": _configs(K45, [(3, 2.04, 0.018, 0.013)]),
+        "uniformk20": _configs(K20, [(1, 1.069, 0.05, 0.03), (2, 1.171, 0.06, 0.02),
+                                     (4, 1.370, 0.06, 0.02)]),
+        "uniformk10": _configs(K10, [(1, 0.709, 0.09, 0.01), (2, 0.763, 0.1, 0.01),
+                                     (4, 0.846, 0.1, 0.008)]),
+        "uniformk5": _configs(K5, [(1, 0.462, 0.1, 0.01), (2, 0.491, 0.11, 0.01)]),
+        "uniformk2": _configs(K2, [(1, 0.262, 0.12, 0.006), (2, 0.276, 0.13, 0.006)]),
     }  # fmt: skip
-    quantizer = _configs(k45, [(1, 1.579, 0, 0.008, 0.005), (2, 1.899, 0, 0.009, 0.004),
-                               (4, 2.30, 0, 0.010, 0.003)])  # fmt: skip
-    quantizer += _configs(k10, [(5, 0.702, 0, 0.055, 0.004), (6, 0.776, 0, 0.056, 0.004)])
-    dense3 = _configs(dense, [(2, 0.629, 0, 0.02, 0.025), (3, 1.045, 0, 0.01, 0.014),
-                              (4, 1.614, 0, 0.005, 0.007)])  # fmt: skip
+    quantizer = _configs(K45, [(1, 1.5832, 0.018, 0.008), (2, 1.904, 0.018, 0.01),
+                               (4, 2.659, 0.018, 0.01)])  # fmt: skip
+    quantizerk10 = _configs(K10, [(1, 0.710, 0.1, 0.005), (2, 0.783, 0.1, 0.005)])
+    dense3 = _configs(DENSE, [(2, 0.636, 0.02, 0.006), (3, 1.054, 0.02, 0.01),
+                              (4, 1.622, 0.02, 0.005)])  # fmt: skip
     tests = (
         TestCurve("quantizer", quantizer, "kept_set"),
+        TestCurve("quantizerk10", quantizerk10, "kept_set"),
         TestCurve("dense3", dense3, "frontier"),
-        TestCurve("dense1", _configs(dense, [(1, 1.211, 0, 0.02, 0.025)]), "frontier"),
+        TestCurve("dense1", _configs(DENSE, [(1, 1.217, 0.03, 0.05)]), "frontier"),
+        TestCurve("lossless", _configs(K45, [(1, 1.583, 0.018, 0.008)]), "exact"),
     )
-    return Scenario(reference=reference, tests=tests)
+    return Scenario(shapes=shapes, reference=reference, tests=tests)
 
 
-def with_reference(scenario: Scenario, **entries: tuple[Config, ...]) -> Scenario:
-    """The scenario with reference entries added or replaced (e.g. more rate points)."""
-    return replace(scenario, reference={**scenario.reference, **entries})
+def sparse_scenario(steep: bool = False) -> Scenario:
+    """Three reference points over 2 in log2 bits (1, 2 and 4 bits per entry) on one kept
+    set, on a convex curve ``0.12 * 2^(-b / 0.7)`` that the chord misses by 0.0033 nats
+    (0.8 margins) half-way in log2 bits (``steep``: ``0.27 * 2^(-b / 0.6)``, by 0.0065-0.0082);
+    test configurations at 1.41 and 2.83 bits (half-way in log2 bits), 1.2 and 3.4."""
+    amplitude, halving = (0.27, 0.6) if steep else (0.12, 0.7)
+    shapes = {K45: Shape(floor=0.0, amplitude=amplitude, halving=halving)}
+    reference = {"uniform": _configs(K45, [(1, 1.0, 0.02, 0.01), (2, 2.0, 0.02, 0.01),
+                                           (4, 4.0, 0.02, 0.01)])}  # fmt: skip
+    test = _configs(K45, [(5, 1.41, 0.02, 0.005), (6, 2.83, 0.02, 0.005),
+                          (7, 1.2, 0.02, 0.005), (8, 3.4, 0.02, 0.005)])  # fmt: skip
+    return Scenario(shapes=shapes, reference=reference,
+                    tests=(TestCurve("quantizer", test, "kept_set"),))  # fmt: skip
+
+
+def kinked_scenario() -> Scenario:
+    """A +0.1-nat step like uniform's R1 at top-K 45.2%: +0.1 at 1.58 bits, a kink to
+    +0.004 at 1.62, then gently down to 0 at 2.4; reference points at 1.58, 1.80, 2.12 and
+    2.36 bits; test configurations inside the step (1.70) and past it (1.95, 2.25)."""
+    shapes = {K45: Shape(knots=((1.58, 0.1), (1.62, 0.004), (2.4, 0.0)))}
+    reference = {
+        "uniform": _configs(
+            K45,
+            [
+                (1, 1.58, 0.02, 0.12),
+                (2, 1.80, 0.02, 0.01),
+                (3, 2.12, 0.02, 0.01),
+                (4, 2.36, 0.02, 0.01),
+            ],
+        )
+    }
+    test = _configs(K45, [(5, 1.70, 0.02, 0.005), (6, 1.95, 0.02, 0.005),
+                          (7, 2.25, 0.02, 0.005)])  # fmt: skip
+    return Scenario(shapes=shapes, reference=reference,
+                    tests=(TestCurve("quantizer", test, "kept_set"),))  # fmt: skip
+
+
+def dense_scenario() -> Scenario:
+    """The steep sparse curve with a reference point every 0.2 in log2 bits from 1 to 4
+    bits per entry, the same test configurations."""
+    sparse = sparse_scenario(steep=True)
+    bits = 2.0 ** np.arange(0.0, 2.01, 0.2)
+    reference = {"uniform": tuple(Config(i + 1, K45, float(b), 0.02, 0.01)
+                                  for i, b in enumerate(bits))}  # fmt: skip
+    return replace(sparse, reference=reference)
+
+
+#: Scenario name -> builder, for the tests and the benchmark.
+SCENARIOS = {
+    "default": default_scenario,
+    "sparse": sparse_scenario,
+    "steep": lambda: sparse_scenario(steep=True),
+    "kinked": kinked_scenario,
+    "dense": dense_scenario,
+}
 
 
 def replicate(
@@ -217,14 +360,16 @@ def replicate(
 ) -> pd.DataFrame:
     """``reps`` simulated studies (:func:`simulate`), each answered by the code that writes
     verdicts.tsv (:func:`~gradcomp.lossy.verdicts.verdicts_from_points`); their verdict
-    tables stacked, with the study's index in column ``rep``."""
+    tables stacked, with the study's index in column ``rep`` and each question's planted
+    difference in ``truth``."""
     rng = np.random.default_rng(seed)
     questions, curves, labels = scenario.questions(), scenario.curves(), scenario.labels()
+    truth = np.broadcast_to(np.asarray(shift, dtype=np.float64), (len(questions),))
     tables = []
     for rep in range(reps):
         t = verdicts_from_points(
             simulate(scenario, warm_starts, seeds, rng, shift=shift), questions=questions,
             curves=curves, kept_sets=labels, margin=margin,
         )  # fmt: skip
-        tables.append(t.assign(rep=rep))
+        tables.append(t.assign(rep=rep, truth=truth[: len(t)]))
     return pd.concat(tables, ignore_index=True)

@@ -1,37 +1,41 @@
 """Verdicts: the primary questions of paper Y's study, answered from the one-round study.
 
-Each question (``lossy.verdicts.questions``, declared in the config before the run) compares
-a test rate curve with a reference rate curve **at matched measured bits**, one way or the
-other (its ``match``, :mod:`gradcomp.lossy.matched_bits`):
+Each question (``lossy.verdicts.questions``, declared in the config before the run) is about
+**one budget**: one test configuration (a compressor entry at one rate R and M, on its kept
+set), at the bits it measurably spends, against
 
-- ``kept_set``: each test configuration against the reference's configurations on the same
-  kept set (same top-K fraction), interpolated linearly in bits to the test's bits: "with the
-  same sparsifier and the same bits, this quantizer loses more or less test loss";
-- ``frontier``: each test configuration against the reference's operational curve (the lower
-  convex hull of its configurations' mean bits and loss, over every kept set): "against the
-  best the reference offers at these bits".
+- ``exact``: the uncompressed aggregate of the same round: what the configuration loses
+  against sending float32;
+- ``kept_set``: the reference quantizer's curve on the same kept set at the same bits;
+- ``frontier``: the reference's operational curve over every kept set at the same bits,
+  chosen out of sample (:mod:`gradcomp.lossy.matched_bits`).
 
-Per trajectory (warm start, seed) the difference is the mean over the matched test
-configurations of test loss minus the reference's at matched bits (nats; negative = lower
-loss for the same bits), and the same for accuracy (positive = better). The trajectories'
-values go through the two-level design (:mod:`gradcomp.lossy.nested`): interval over the
-warm starts, each the mean of its seeds.
+Per trajectory (warm start, seed) the difference is the test's test loss minus the
+reference's at matched bits (nats; negative = lower loss for the same bits), known to lie
+between two linear contrasts where the reference has to be read between its configurations
+(the chord above a convex curve, the neighbouring secants below it:
+:func:`gradcomp.lossy.matched_bits.convex_bracket`); the accuracy likewise (positive =
+better). Both ends go through the two-level design (:mod:`gradcomp.lossy.nested`): interval
+over the warm starts, each the mean of its seeds, and the bracket's width charged
+(:func:`gradcomp.lossy.nested.bounded_test`).
 
-Each question is answered with one of
+The questions form declared **families** (``family``), and each family is adjusted by Holm's
+method on its own. Each question is answered with one of
 
-- **equivalent**: the TOST of ``|difference| >= margin`` is rejected after Holm's adjustment
-  over the questions (the difference lies within the margin);
-- **better** / **worse**: not equivalent, and the two-sided t-test of ``difference = 0`` is
-  rejected after Holm's adjustment over the questions;
-- **undecided**: neither.
+- **equivalent**: the TOST of ``|difference| >= margin`` (both ends inside the margin) is
+  rejected after Holm's adjustment over the family;
+- **better** / **worse**: not equivalent, and the test of ``difference = 0`` (the whole
+  bracket below, or above, 0) is rejected after Holm's adjustment over the family;
+- **undecided**: neither (a configuration outside the reference's bits, too, with a note).
 
-Each row also states the smallest difference the design detects with the configured power
-at level ``alpha / m`` (Holm's first step, m questions: a conservative bound), the share of
-the variance between warm starts (one-way ANOVA), which test configurations were matched
-(and why the others were not), which reference configurations the contrasts use and which
-of those are dominated by another configuration of the reference. The procedure's coverage
-under a null and its power are checked by simulation (:mod:`gradcomp.lossy.verdict_simulation`,
-``tests/test_verdict_simulation.py``).
+Each row also states the bracket's width (``interp_bound``) and the largest step between
+the reference configurations it leans on (``step_log2``, log2 bits), the smallest difference
+the design detects with the configured power at level ``alpha / m`` (Holm's first step, m
+questions of the family: a conservative bound, the bracket's width added), the share of the
+variance between warm starts (one-way ANOVA), which reference configurations the contrasts
+use and which of those are dominated by another configuration of the reference. The
+procedure's coverage under nulls and shapes that break a chord, and its power, are checked by
+simulation (:mod:`gradcomp.lossy.verdict_simulation`, ``tests/test_verdict_simulation.py``).
 """
 
 from __future__ import annotations
@@ -46,15 +50,14 @@ import pandas as pd
 from gradcomp import reporting
 from gradcomp.artifacts import write_text, write_tsv
 from gradcomp.compression.specs import variant_label
-from gradcomp.lossy.matched_bits import Matching, match_points, pareto_front, unit_differences
-from gradcomp.lossy.nested import (
-    decide,
-    min_detectable,
-    nested_test,
-    tost_p,
-    units_needed,
-    variance_components,
+from gradcomp.lossy.matched_bits import (
+    bracket_differences,
+    convex_bracket,
+    frontier_candidates,
+    pareto_front,
 )
+from gradcomp.lossy.max_contrast import MaxContrastTest, max_contrast_test
+from gradcomp.lossy.nested import bounded_test, decide, variance_components
 from gradcomp.lossy.paired import holm, seed_means
 
 __all__ = ["POINT_COLUMNS", "question_label", "table_verdicts", "verdicts_from_points",
@@ -62,134 +65,226 @@ __all__ = ["POINT_COLUMNS", "question_label", "table_verdicts", "verdicts_from_p
 
 #: The columns a verdict needs per variant and trajectory (:func:`verdicts_from_points`).
 POINT_COLUMNS = ("model", "compressor", "rate", "M", "warm_start", "seed", "bits_per_entry",
-                 "test_loss", "test_acc")  # fmt: skip
+                 "test_loss", "test_acc", "exact_loss", "exact_acc")  # fmt: skip
 
 
-def question_label(q: Mapping[str, Any]) -> str:
-    """``{test} M{M} vs {reference} M{reference_M}, {match}``."""
-    return (
-        f"{q['test']} M{q['M']} vs {q['reference']} M{q['reference_M']}, "
-        f"{q['match'].replace('_', ' ')}"
-    )
+def question_label(q: Mapping[str, Any], kept_set: str | None = None) -> str:
+    """``{test} R{rate} M{M}[ on {kept set}] vs {reference} M{reference_M}, {match}``, or
+    ``... vs uncompressed`` for ``match == "exact"``."""
+    where = f" on {kept_set}" if kept_set else ""
+    head = f"{q['test']} R{q['rate']} M{q['M']}{where}"
+    if q["match"] == "exact":
+        return f"{head} vs uncompressed"
+    match = q["match"].replace("_", " ")
+    return f"{head} vs {q['reference']} M{q['reference_M']}, {match}"
 
 
-class _Curve:
-    """One curve's configurations on one model: losses and accuracies as (trajectories x
-    configurations) arrays in one trajectory order, design-mean bits per entry, kept sets."""
-
-    def __init__(self, rows: pd.DataFrame, trajectories: pd.MultiIndex, kept_sets, what: str):
-        rows = rows.assign(label=[variant_label(n, int(r), int(m)) for n, r, m in zip(
-            rows["compressor"], rows["rate"], rows["M"], strict=True)])  # fmt: skip
-        dup = rows.duplicated(["warm_start", "seed", "label"])
-        if dup.any():
-            raise ValueError(f"{what} {rows['label'][dup].iloc[0]} appears twice on a trajectory")
-        wide = rows.pivot(index=["warm_start", "seed"], columns="label",
-                          values=["test_loss", "test_acc", "bits_per_entry"])  # fmt: skip
-        wide = wide.reindex(trajectories)
-        missing = wide["test_loss"].isna().any()
-        if missing.any():
-            label = missing[missing].index[0]
-            lacks = wide["test_loss"][label].isna()
-            ws, seed = lacks[lacks].index[0]
-            raise ValueError(
-                f"{what} {label} has no points on trajectory warm start {ws}, seed {seed}, "
-                "where the question's other curve has"
-            )
-        self.labels = list(wide["test_loss"].columns)
-        self.loss = {lb: wide["test_loss"][lb].to_numpy() for lb in self.labels}
-        self.acc = {lb: wide["test_acc"][lb].to_numpy() for lb in self.labels}
-        self.bits = {lb: float(wide["bits_per_entry"][lb].mean()) for lb in self.labels}
-        self.kept = {}
-        for lb in self.labels:
-            if lb not in kept_sets:
-                raise KeyError(f"{lb} has no kept set (the study's kept_sets lack it)")
-            self.kept[lb] = kept_sets[lb]
-
-    def dominated(self) -> list[str]:
-        """The configurations another of this curve beats in bits and mean loss."""
-        loss = [self.loss[lb].mean() for lb in self.labels]
-        front = pareto_front([self.bits[lb] for lb in self.labels], loss)
-        return [lb for lb, on in zip(self.labels, front, strict=True) if not on]
-
-    def points(self) -> dict[str, tuple[str, float, float]]:
-        """label -> (kept set, bits per entry, mean loss), design means."""
-        return {lb: (self.kept[lb], self.bits[lb], float(self.loss[lb].mean()))
-                for lb in self.labels}  # fmt: skip
+def _wide(rows: pd.DataFrame, trajectories: pd.MultiIndex, what: str) -> dict[str, Any]:
+    """Label -> per-trajectory arrays (in ``trajectories``' order) and design-mean bits."""
+    labels_of = np.array([variant_label(n, int(r), int(m)) for n, r, m in zip(
+        rows["compressor"], rows["rate"], rows["M"], strict=True)])  # fmt: skip
+    labels = sorted(set(labels_of))
+    col = {lb: i for i, lb in enumerate(labels)}
+    row = trajectories.get_indexer(pd.MultiIndex.from_frame(rows[["warm_start", "seed"]]))
+    j = np.array([col[lb] for lb in labels_of], dtype=np.int64)
+    inside = row >= 0
+    seen = np.zeros((len(trajectories), len(labels)), dtype=np.int64)
+    np.add.at(seen, (row[inside], j[inside]), 1)
+    if (seen > 1).any():
+        r, c = np.argwhere(seen > 1)[0]
+        raise ValueError(f"{what} {labels[c]} appears twice on a trajectory")
+    if (seen == 0).any():
+        r, c = np.argwhere(seen == 0)[0]
+        ws, seed = trajectories[r]
+        raise ValueError(
+            f"{what} {labels[c]} has no points on trajectory warm start {ws}, seed {seed}, "
+            "where the question's test configuration has"
+        )
+    out: dict[str, Any] = {"labels": labels}
+    for key, column in (("loss", "test_loss"), ("acc", "test_acc"), ("bits", "bits_per_entry")):
+        values = np.full(seen.shape, np.nan)
+        values[row[inside], j[inside]] = rows[column].to_numpy(dtype=np.float64)[inside]
+        out[key] = {lb: values[:, i] for i, lb in enumerate(labels)}
+    out["bits"] = {lb: float(v.mean()) for lb, v in out["bits"].items()}
+    return out
 
 
-def _differences(test: _Curve, ref: _Curve, match: str):
-    """Per trajectory: loss and accuracy differences, and the matching used."""
-    test_points = {lb: (test.kept[lb], test.bits[lb]) for lb in test.labels}
-    m = match_points(test_points, ref.points(), match)
-    return unit_differences(m, test.loss, ref.loss), unit_differences(m, test.acc, ref.acc), m
+def _units(trajectories: pd.MultiIndex) -> np.ndarray:
+    """Each trajectory's independent unit: its warm start with two or more, else itself."""
+    starts = trajectories.get_level_values("warm_start").to_numpy()
+    if np.unique(starts).size >= 2:
+        return starts
+    return np.arange(len(trajectories))
 
 
-def _describe(matching: Matching, dominated: Sequence[str]) -> dict[str, Any]:
-    used = matching.used
-    return {
-        "test_points": ",".join(sorted(c.test for c in matching.contrasts)),
-        "unmatched": "; ".join(f"{lb}: {why}" for lb, why in sorted(matching.unmatched.items())),
-        "reference_points": ",".join(used),
-        "reference_dominated": ",".join(lb for lb in used if lb in dominated),
-    }
+def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc):
+    """Per trajectory (low, high) ends of the loss and accuracy differences to the reference
+    curve on ``kept_set`` at ``x`` bits, and what was used; or None and why not."""
+    interpolation = question.get("interpolation") or "convex"
+    pool = {lb: ref["bits"][lb] for lb in ref["labels"] if kept[lb] == kept_set}
+    if not pool:
+        return None, f"{question['reference']} has no configuration on {kept_set}"
+    b = convex_bracket(x, pool, interpolation=interpolation)
+    if b is None:
+        lo, hi = min(pool.values()), max(pool.values())
+        return None, (
+            f"{x:.4g} bits lie outside {question['reference']}'s {lo:.4g}-{hi:.4g} on {kept_set}"
+        )
+    loss = bracket_differences(y_loss, ref["loss"], b)
+    a_chord, a_secant = bracket_differences(y_acc, ref["acc"], b)
+    # accuracy rises with bits: the chord lies below a concave curve, so the ends swap
+    acc = (np.where(np.isfinite(a_secant), a_secant, -np.inf), a_chord)
+    return (loss, acc, b.used, b.step_log2), ""
+
+
+def _frontier_tests(x, ref, question, y_loss, y_acc, units):
+    """Loss and accuracy :class:`~gradcomp.lossy.max_contrast.MaxContrastTest` against the
+    reference's operational curve at ``x`` bits, and the candidates; or None and why not."""
+    candidates = frontier_candidates(x, ref["bits"])
+    if candidates is None:
+        lo, hi = min(ref["bits"].values()), max(ref["bits"].values())
+        return None, f"{x:.4g} bits lie outside {question['reference']}'s {lo:.4g}-{hi:.4g}"
+
+    def contrasts(y, values, sign):
+        return np.column_stack([
+            sign * (y - sum(w * values[lb] for lb, w in c.items())) for c in candidates
+        ])  # fmt: skip
+
+    loss = max_contrast_test(contrasts(y_loss, ref["loss"], 1.0), units)
+    acc = max_contrast_test(contrasts(y_acc, ref["acc"], -1.0), units)
+    return (loss, acc, candidates), ""
 
 
 def _question_rows(
     points: pd.DataFrame, question: Mapping[str, Any], kept_sets, margin: float
 ) -> list[dict[str, Any]]:
     rows = []
+    test_label = variant_label(question["test"], question["rate"], question["M"])
+    kept_set = kept_sets.get(test_label, "")
     for model, at_model in points.groupby("model", sort=True):
-        test = at_model[(at_model["curve"] == question["test"]) & (at_model["M"] == question["M"])]
-        ref = at_model[
-            (at_model["curve"] == question["reference"])
-            & (at_model["M"] == question["reference_M"])
+        test = at_model[
+            (at_model["compressor"] == question["test"])
+            & (at_model["rate"] == question["rate"])
+            & (at_model["M"] == question["M"])
         ]
-        if test.empty or ref.empty:
+        if test.empty:
             continue
         trajectories = pd.MultiIndex.from_frame(
             test[["warm_start", "seed"]].drop_duplicates().sort_values(["warm_start", "seed"])
         )
-        t_curve = _Curve(test, trajectories, kept_sets, "the test curve's")
-        r_curve = _Curve(ref, trajectories, kept_sets, f"{question['reference']}'s")
-        starts = trajectories.get_level_values("warm_start").to_numpy()
-        loss, acc, matching = _differences(t_curve, r_curve, question["match"])
-        described = _describe(matching, r_curve.dominated())
-        lt, at = nested_test(loss, starts), nested_test(acc, starts)
-        between, within = variance_components(loss, starts)
-        matched = [t_curve.bits[lb] for lb in described["test_points"].split(",") if lb]
-        rows.append(
-            {
-                "model": model,
-                "question": question_label(question),
-                "test": question["test"],
-                "M": question["M"],
-                "reference": question["reference"],
-                "reference_M": question["reference_M"],
-                "match": question["match"],
-                **described,
-                "test_dominated": ",".join(t_curve.dominated()),
-                "bits_per_entry_min": min(matched) if matched else np.nan,
-                "bits_per_entry_max": max(matched) if matched else np.nan,
-                "trajectories": len(loss),
-                "units": lt.units,
-                "design": lt.design,
-                "loss_diff_mean": lt.mean,
-                "loss_diff_lo": lt.lo,
-                "loss_diff_hi": lt.hi,
-                "loss_diff_se": lt.se,
-                "df": lt.df,
-                "acc_diff_mean": at.mean,
-                "acc_diff_lo": at.lo,
-                "acc_diff_hi": at.hi,
-                "p": lt.p,
-                "tost_p": tost_p(lt.mean, lt.se, lt.df, margin),
-                "margin": margin,
-                "warm_start_share": between / (between + within)
-                if np.isfinite(between) and between + within > 0
-                else np.nan,
-            }
-        )
+        t = _wide(test, trajectories, "the test configuration")
+        units = _units(trajectories)
+        y_loss, y_acc = t["loss"][test_label], t["acc"][test_label]
+        x = t["bits"][test_label]
+        base = {
+            "model": model, "family": question.get("family", "primary"),
+            "question": question_label(question, kept_set), "test": question["test"],
+            "rate": question["rate"], "M": question["M"], "kept_set": kept_set,
+            "reference": question["reference"], "reference_M": question["reference_M"],
+            "match": question["match"],
+            "interpolation": question.get("interpolation") or (
+                "convex" if question["match"] == "kept_set" else "chord"),
+            "test_point": test_label, "bits_per_entry": x, "trajectories": len(trajectories),
+        }  # fmt: skip
+        if question["match"] == "exact":
+            exact = test.set_index(["warm_start", "seed"]).reindex(trajectories)
+            d_loss = y_loss - exact["exact_loss"].to_numpy()
+            d_acc = y_acc - exact["exact_acc"].to_numpy()
+            loss_ends, acc_ends = (d_loss, d_loss), (d_acc, d_acc)
+            described = {"reference_points": "uncompressed", "reference_dominated": "",
+                         "step_log2": 0.0, "note": ""}  # fmt: skip
+        else:
+            ref_rows = at_model[
+                (at_model["curve"] == question["reference"])
+                & (at_model["M"] == question["reference_M"])
+            ]
+            ref_rows = ref_rows[
+                [variant_label(n, int(r), int(m)) != test_label for n, r, m in zip(
+                    ref_rows["compressor"], ref_rows["rate"], ref_rows["M"], strict=True)]
+            ]  # fmt: skip
+            if ref_rows.empty:
+                continue
+            ref = _wide(ref_rows, trajectories, f"{question['reference']}'s")
+            front = pareto_front(
+                [ref["bits"][lb] for lb in ref["labels"]],
+                [ref["loss"][lb].mean() for lb in ref["labels"]],
+            )
+            dominated = {lb for lb, on in zip(ref["labels"], front, strict=True) if not on}
+            if question["match"] == "kept_set":
+                found, why = _kept_set_ends(x, ref, kept_sets, kept_set, question, y_loss, y_acc)
+            else:
+                found, why = _frontier_tests(x, ref, question, y_loss, y_acc, units)
+            if found is None:
+                nan = np.full(len(trajectories), np.nan)
+                loss_ends, acc_ends = (nan, nan), (nan, nan)
+                described = {"reference_points": "", "reference_dominated": "",
+                             "step_log2": np.nan, "note": f"not matched: {why}"}  # fmt: skip
+            elif question["match"] == "kept_set":
+                loss_ends, acc_ends, used, step = found
+                described = {
+                    "reference_points": ",".join(used),
+                    "reference_dominated": ",".join(lb for lb in used if lb in dominated),
+                    "step_log2": step, "note": "",
+                }  # fmt: skip
+            else:
+                lt, neg_acc, candidates = found
+                binding = candidates[int(np.argmax(lt.estimates))] if lt.contrasts else {}
+                used = sorted(binding)
+                described = {
+                    "reference_points": ",".join(used),
+                    "reference_dominated": ",".join(lb for lb in used if lb in dominated),
+                    "step_log2": _step(binding, ref["bits"]),
+                    "candidates": lt.contrasts,
+                    "note": "",
+                }
+                rows.append(_row(base, described, lt, neg_acc, margin, units, None))
+                continue
+        lt = bounded_test(*loss_ends, units)
+        at = bounded_test(*acc_ends, units)
+        rows.append(_row(base, described, lt, at, margin, units, loss_ends))
     return rows
+
+
+def _step(weights: Mapping[str, float], bits: Mapping[str, float]) -> float:
+    """log2 of the bits ratio of a candidate's two configurations (0 for one)."""
+    b = [bits[lb] for lb in weights]
+    return float(np.log2(max(b) / min(b))) if b else np.nan
+
+
+def _row(base, described, lt, at, margin, units, loss_ends) -> dict[str, Any]:
+    """One verdict row from the loss test ``lt`` and the accuracy test ``at`` (for a
+    :class:`~gradcomp.lossy.max_contrast.MaxContrastTest` of the negated accuracy, its
+    interval turned back)."""
+    if isinstance(at, MaxContrastTest):
+        acc = {"acc_diff_mean": -at.mean, "acc_diff_lo": -at.hi, "acc_diff_hi": -at.lo}
+    else:
+        acc = {"acc_diff_mean": at.mean, "acc_diff_lo": at.lo, "acc_diff_hi": at.hi}
+    share = np.nan
+    if loss_ends is not None:
+        middle = 0.5 * (loss_ends[0] + np.where(np.isfinite(loss_ends[1]), loss_ends[1],
+                                                 loss_ends[0]))  # fmt: skip
+        between, within = variance_components(middle, units)
+        if np.isfinite(between) and between + within > 0:
+            share = between / (between + within)
+    return {
+        **base,
+        **described,
+        "units": lt.units,
+        "design": lt.design,
+        "loss_diff_mean": lt.mean,
+        "loss_diff_lo": lt.lo,
+        "loss_diff_hi": lt.hi,
+        "interp_bound": lt.bound,
+        "loss_diff_se": lt.se,
+        "df": lt.df,
+        "critical": getattr(lt, "q", np.nan),
+        "_test": lt,
+        **acc,
+        "p": lt.p,
+        "tost_p": lt.tost(margin),
+        "margin": margin,
+        "warm_start_share": share,
+    }
 
 
 def verdicts_from_points(
@@ -205,29 +300,37 @@ def verdicts_from_points(
 ) -> pd.DataFrame:
     """One row per question and model (module doc); ``units_for_target``: the units (warm
     starts, at the design's seeds each) that would make ``min_detectable`` at most ``target``
-    nats, from the measured spread. ``per_seed``: one row per variant and
-    trajectory with :data:`POINT_COLUMNS`; ``questions``: dicts with ``test``, ``M``,
-    ``reference``, ``reference_M``, ``match`` (:class:`gradcomp.study.Question`); ``curves``:
-    compressor name -> its rate curve (a name not listed is its own); ``kept_sets``: variant
-    label (``name/R{rate}_M{M}``) -> its kept set
-    (:func:`gradcomp.lossy.matched_bits.kept_set_of`)."""
+    nats, from the measured spread (inf where the bracket alone is wider).
+
+    ``per_seed``: one row per variant and trajectory with :data:`POINT_COLUMNS`;
+    ``questions``: dicts with ``test`` (a compressor name), ``rate``, ``M``, ``reference``
+    (a rate curve; ignored for ``exact``), ``reference_M``, ``match`` (one of
+    :data:`gradcomp.lossy.matched_bits.MATCHES`) and optionally ``family`` (default
+    ``"primary"``) and ``interpolation`` (default ``"convex"``)
+    (:class:`gradcomp.study_lossy.Question`); ``curves``: compressor name -> its rate curve (a
+    name not listed is its own); ``kept_sets``: variant label (``name/R{rate}_M{M}``) -> its
+    kept set (:func:`gradcomp.lossy.matched_bits.kept_set_of`)."""
     points = per_seed.assign(curve=[curves.get(n, n) for n in per_seed["compressor"]])
     rows = [row for q in questions for row in _question_rows(points, q, kept_sets, margin)]
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    m = int(np.isfinite(table["p"]).sum())
-    table["p_holm"] = holm(table["p"])
-    table["tost_p_holm"] = holm(table["tost_p"])
+    table["p_holm"] = np.nan
+    table["tost_p_holm"] = np.nan
+    table["family_size"] = 0
+    for _, idx in table.groupby("family", sort=False).groups.items():
+        table.loc[idx, "p_holm"] = holm(table.loc[idx, "p"])
+        table.loc[idx, "tost_p_holm"] = holm(table.loc[idx, "tost_p"])
+        table.loc[idx, "family_size"] = int(np.isfinite(table.loc[idx, "p"]).sum())
+    level = alpha / table["family_size"].clip(lower=1)
     table["min_detectable"] = [
-        min_detectable(se, df, alpha / max(m, 1), power)
-        for se, df in zip(table["loss_diff_se"], table["df"], strict=True)
+        t.min_detectable(a, power) for t, a in zip(table["_test"], level, strict=True)
     ]
     table["units_for_target"] = [
-        units_needed(se, n, target, alpha / max(m, 1), power)
-        for se, n in zip(table["loss_diff_se"], table["units"], strict=True)
+        t.units_for(target, a, power) for t, a in zip(table["_test"], level, strict=True)
     ]
     table["target"] = target
+    table = table.drop(columns="_test")
     table["verdict"] = [
         decide(mean, p, t, alpha)
         for mean, p, t in zip(
@@ -244,7 +347,9 @@ def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
     from gradcomp.lossy.tables import one_round_data, sent_bits_only
 
     data = sent_bits_only(one_round_data(paths))
-    per_seed = seed_means(data, ["bits_per_entry", "test_loss", "test_acc"])
+    per_seed = seed_means(
+        data, ["bits_per_entry", "test_loss", "test_acc", "exact_loss", "exact_acc"]
+    )
     return verdicts_from_points(per_seed, **kwargs)
 
 
@@ -252,26 +357,19 @@ def _readable(table: pd.DataFrame) -> pd.DataFrame:
     """The Markdown view: at most ten columns, the rest stays in the TSV."""
     out = pd.DataFrame(
         {
+            "family": table["family"],
             "question": table["model"] + ": " + table["question"],
-            "bits/entry": [
-                f"{a:.3g}-{b:.3g}" for a, b in zip(
-                    table["bits_per_entry_min"], table["bits_per_entry_max"], strict=True)
-            ],
+            "bits/entry": table["bits_per_entry"],
         }
-    )  # fmt: skip
+    )
     for part in ("mean", "lo", "hi"):
         out[f"loss_diff_{part}"] = table[f"loss_diff_{part}"]
+    out["interp_bound"] = table["interp_bound"]
     out["p_holm"] = table["p_holm"]
-    out["tost_p_holm"] = table["tost_p_holm"]
     out["min_detectable"] = table["min_detectable"]
-    out["against"] = [
-        r + (f" (dominated: {d})" if d else "")
-        for r, d in zip(table["reference_points"], table["reference_dominated"], strict=True)
+    out["verdict"] = [
+        v + (f" ({n})" if n else "") for v, n in zip(table["verdict"], table["note"], strict=True)
     ]
-    out["units"] = [f"{u} {d}" for u, d in zip(table["units"], table["design"], strict=True)]
-    target = table["target"].iloc[0]
-    out[f"for_{target:g}"] = table["units_for_target"]
-    out["verdict"] = table["verdict"]
     return out
 
 
@@ -292,29 +390,32 @@ def table_verdicts(
     )  # fmt: skip
     if table.empty:
         raise ValueError(
-            "no verdict could be computed: no question's curves are in the one-round study "
-            "(lossy.verdicts.questions, lossy.one_round.variants)"
+            "no verdict could be computed: no question's test configuration is in the "
+            "one-round study (lossy.verdicts.questions, lossy.one_round.variants)"
         )
-    m = int(np.isfinite(table["p"]).sum())
+    families = ", ".join(
+        f"{f} ({int(n)})"
+        for f, n in table.groupby("family", sort=False)["family_size"].max().items()
+    )
     title = (
-        f"Verdicts: the {m} primary questions (lossy.verdicts), one-round study at matched "
-        "measured bits. Per trajectory: the mean over the test curve's matched configurations "
-        "of its test loss minus the reference's at the same bits (the mixture of the two "
-        "reference configurations that bracket its bits, linear in bits; 'kept set': the "
-        "reference's configurations on the same top-K fraction; 'frontier': its operational "
-        "curve, the lower convex hull of its configurations' mean bits and loss over every "
-        "kept set); nats, negative = lower loss for the same bits. Mean [95% Student-t "
-        "interval] over the warm starts, each the mean of its nested seeds "
-        "(two-level design). Family: these questions; p (difference = 0) and TOST p "
-        f"(|difference| >= {margin:g} nats) each Holm-adjusted. Verdict: equivalent if the "
-        f"adjusted TOST p < {alpha:g}, else better / worse if the adjusted p < {alpha:g}, "
-        f"else undecided. min_detectable: the difference detected with {power:.0%} power at "
-        f"level {alpha:g}/{m} (Holm's first step); for_{target:g}: the warm starts (at this "
-        f"design's seeds each) that would detect {target:g} nats. 'against': the reference "
-        "configurations "
-        "the contrasts use, those another reference configuration beats in bits and loss "
-        "marked dominated; unmatched test configurations and the accuracy differences in "
-        "verdicts.tsv. Coverage and power of this procedure: docs/results.md."
+        "Verdicts: the primary questions (lossy.verdicts), each one test configuration at the "
+        "bits it spends (one-round study). Difference: its test loss minus the reference's at "
+        "the same bits (uncompressed: the same round's float32 aggregate; kept set: the "
+        "reference quantizer's curve on the same top-K fraction; frontier: the reference's "
+        "operational curve over every top-K fraction, chosen without the warm start it is "
+        "compared on); nats, negative = lower loss for the same bits. Between two reference "
+        "configurations the curve is bracketed by the chord above and the neighbouring "
+        "secants below (convex in bits); interp_bound is that bracket's width, charged in "
+        "the interval. Mean (the bracket's middle) [95% interval: the low end's lower and the "
+        "high end's upper Student-t limit] over the warm starts, each the mean of its nested "
+        f"seeds (two-level design). Holm families, each adjusted on its own: {families}. "
+        f"Verdict: equivalent if the adjusted TOST p (|difference| >= {margin:g} nats) < "
+        f"{alpha:g}, else better / worse if the adjusted p (difference = 0) < {alpha:g}, "
+        f"else undecided. min_detectable: interp_bound plus the difference detected with "
+        f"{power:.0%} power at level {alpha:g}/m (Holm's first step, m the family's size). "
+        "The reference configurations used, the bracket's largest step (log2 bits), the "
+        "accuracy differences and the warm starts that would detect "
+        f"{target:g} nats: verdicts.tsv. Coverage and power of this procedure: docs/results.md."
     )
     reporting.write_table(table, tsv, md, title=title, readable=_readable(table))
     return table
