@@ -167,7 +167,8 @@ def test_convex_bracket_ends_points_and_chord_switch():
     """At a configuration's bits (within 0.1%) both ends are that configuration; below the
     fewest bits or beyond 1% past the most: None; just past the most: the last
     configuration above, the last secant carried on below; only two configurations: no
-    lower bound; ``chord``: both ends the chord; equal bits share their weight."""
+    lower bound; ``chord``: both ends the chord; equal bits share their weight; a neighbour
+    nearer than the bracket's step is passed over (planted bug: the adjacent one always)."""
     bits = {"a": 1.0, "b": 2.0, "c": 3.0}
     at = convex_bracket(2.0005, bits)
     assert at.upper == at.lower == {"b": 1.0} and at.step_log2 == 0.0
@@ -179,6 +180,9 @@ def test_convex_bracket_ends_points_and_chord_switch():
     assert chord.upper == chord.lower == pytest.approx({"a": 0.5, "b": 0.5})
     twins = convex_bracket(1.5, {"a": 1.0, "a2": 1.0, "b": 2.0})
     assert twins.upper == pytest.approx({"a": 0.25, "a2": 0.25, "b": 0.5})
+    # a neighbour much nearer than the bracket's step is passed over for one a step away
+    near = convex_bracket(1.5, {"a": 1.0, "b": 2.0, "c": 2.05, "d": 3.0})
+    assert near.lower == pytest.approx({"b": 1.5, "d": -0.5})
     with pytest.raises(ValueError, match="interpolation must be"):
         convex_bracket(1.5, bits, interpolation="spline")
 

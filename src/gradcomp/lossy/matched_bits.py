@@ -33,11 +33,13 @@ bracketed by
 fixed linear combinations of the reference's losses (:func:`convex_bracket`):
 
 - above by the chord of the two configurations ``j, j+1`` that bracket ``x``;
-- below by the secant of the neighbouring pair extended to ``x``: the line through
-  ``j-1, j`` carried right, and through ``j+1, j+2`` carried left, mixed with weights
-  ``1 - lam`` and ``lam`` (``lam`` = how far ``x`` lies from ``j`` to ``j+1``), so that the
-  bound meets the curve at both configurations. Its gap to the chord is ``lam (1 - lam) h
-  (s_{j+1} - s_{j-1})`` for a step ``h`` and the neighbours' slopes ``s``: the curve's
+- below by the secants beside it carried to ``x``: the line through ``j`` and a neighbour
+  with fewer bits carried right, and through ``j+1`` and a neighbour with more bits carried
+  left, mixed with weights ``1 - lam`` and ``lam`` (``lam`` = how far ``x`` lies from ``j``
+  to ``j+1``), so that the bound meets the curve at both configurations. Each neighbour is
+  the nearest at least the bracket's step ``h`` away (chosen on bits alone: a much nearer
+  one would carry its noise far). With the adjacent neighbours the gap to the chord is
+  ``lam (1 - lam) h (s_{j+1} - s_{j-1})`` for the neighbours' slopes ``s``: the curve's
   measured bend, small where the reference is dense, large across a kink.
 
 One trajectory's difference ``y_test - f(x)`` therefore lies between two contrasts:
@@ -212,6 +214,21 @@ def _spread(weights: dict[int, float], groups: list[list[str]]) -> dict[str, flo
     return {k: v for k, v in out.items() if v != 0}
 
 
+def _neighbour(u: np.ndarray, i: int, way: int, step: float) -> int:
+    """The configuration beside ``u[i]`` (``way`` -1: fewer bits, 1: more) whose secant with
+    it bounds the curve: the nearest at least ``step`` away, else the farthest. A neighbour
+    much nearer than the bracket's step would carry its two losses' noise far (weights 1 + c
+    and -c with c the step over their distance); any pair on one side bounds a convex curve,
+    so the choice, made on bits alone, costs no validity."""
+    others = range(i + way, -1 if way < 0 else u.size, way)
+    last = i
+    for k in others:
+        last = k
+        if abs(u[k] - u[i]) >= step:
+            return k
+    return last
+
+
 def convex_bracket(
     x: float,
     bits: Mapping[str, float],
@@ -255,12 +272,14 @@ def convex_bracket(
         lam = (x - u[j]) / h
         upper = {j: 1.0 - lam, j + 1: lam}
         sides = []
-        if j >= 1:  # the secant through j-1, j carried right to x
-            a = (x - u[j]) / (u[j] - u[j - 1])
-            sides.append((1.0 - lam, {j: 1.0 + a, j - 1: -a}))
-        if j + 2 <= n:  # the secant through j+1, j+2 carried left to x
-            c = (u[j + 1] - x) / (u[j + 2] - u[j + 1])
-            sides.append((lam, {j + 1: 1.0 + c, j + 2: -c}))
+        if j >= 1:  # the secant through k, j carried right to x
+            k = _neighbour(u, j, -1, h)
+            a = (x - u[j]) / (u[j] - u[k])
+            sides.append((1.0 - lam, {j: 1.0 + a, k: -a}))
+        if j + 2 <= n:  # the secant through j+1, k carried left to x
+            k = _neighbour(u, j + 1, 1, h)
+            c = (u[j + 1] - x) / (u[k] - u[j + 1])
+            sides.append((lam, {j + 1: 1.0 + c, k: -c}))
         lower = None
         if sides:
             total = sum(s for s, _ in sides)
