@@ -449,14 +449,14 @@ def combined_reference(ranks: list[dict], name: str) -> list[dict]:
 def expected_wire_bytes(ranks: list[dict], name: str, step: int) -> int:
     """What one rank hands to the collectives in ``step``, from the payloads' sizes."""
     exchange = EXPECTED_EXCHANGE.get(name, "bytes")
+    status = STATUS_BYTES * len(ranks[0][name]["rnds"][step])  # the failure check per bucket
     if exchange in ("allreduce", "decoded"):
-        return 4 * ENTRIES  # the float32 bucket
+        return status + 4 * ENTRIES  # the float32 bucket
     if exchange == "bytes":
         return sum(
             SIZE_BYTES + max(len(s[0]) for s in sent)
             for _, _, sent in buckets_of(ranks, name, step)
         )
-    status = STATUS_BYTES * len(ranks[0][name]["rnds"][step])  # the failure check per bucket
     if exchange == "randomk":
         return status + 4 * math.ceil(SPECS[name]["topk"] * ENTRIES)
     if exchange == "powersgd":

@@ -6,8 +6,8 @@ equal the combination computed here to float32 rounding (gloo sums three ranks i
 its own, chunk by chunk, so the last bits may differ from a rank-order sum); ``quantizer:
 none`` is bit for bit DDP's default.
 
-Failures: bytes one rank cannot decode, a compress that raises on one rank, a rank that
-exits: every remaining rank ends with an error within the group's timeout, never hangs (the
+Failures: bytes one rank cannot decode, a compress that raises on one rank, NaN gradients on
+one rank (refused before encoding, its peer told why), a rank that exits: every remaining rank ends with an error within the group's timeout, never hangs (the
 test kills the ranks and fails after a wall limit).
 """
 
@@ -86,7 +86,7 @@ def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
     that torch.multiprocessing does not kill the other ranks first)."""
     td.start_group(rank, 2, init_file, GROUP_TIMEOUT_S)
     spec = {"quantizer": "uniform", "rate": 2, "topk": 0.2, **td.SMALL}
-    if fault == "linear_raises":  # PowerSGD on its P / Q all-reduce
+    if fault in ("linear_raises", "nan_linear"):  # PowerSGD on its P / Q all-reduce
         spec = {"compressor": "powersgd", "rate": 2}
     model = td.tiny_net()
     ddp = torch.nn.parallel.DistributedDataParallel(model)
@@ -114,6 +114,8 @@ def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
             if fault == "rank_exits" and rank == 1 and step == 1:
                 os._exit(0)
             x, y = td.batch(rank, step)
+            if fault.startswith("nan") and rank == 0 and step == 1:
+                x = x * float("nan")  # every gradient of rank 0 NaN
             torch.nn.functional.cross_entropy(ddp(x), y).backward()
     except Exception as err:
         message = f"{type(err).__name__}: {err}"
@@ -129,6 +131,8 @@ def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
         ("encode_raises", "planted failure in compress|rank\\(s\\) \\[0\\]"),
         ("linear_raises", "planted failure in compress|1 of the 2 ranks"),
         ("rank_exits", ""),
+        ("nan_bytes", "non-finite entries|NaN or infinite gradients"),
+        ("nan_linear", "non-finite entries|NaN or infinite gradients"),
     ],
 )
 def test_a_failure_on_one_rank_ends_every_rank_with_an_error(tmp_path, fault, pattern) -> None:
@@ -146,3 +150,7 @@ def test_a_failure_on_one_rank_ends_every_rank_with_an_error(tmp_path, fault, pa
     if fault in ("encode_raises", "linear_raises"):
         assert "PeerFailedError" in (tmp_path / "rank1.txt").read_text()
         assert "planted failure" in (tmp_path / "rank0.txt").read_text()
+    if fault.startswith("nan"):  # the rank with NaN names its tensor, its peer the cause
+        assert "NonFiniteUpdateError" in (tmp_path / "rank0.txt").read_text()
+        peer = (tmp_path / "rank1.txt").read_text()
+        assert "PeerFailedError" in peer and "NaN or infinite gradients" in peer

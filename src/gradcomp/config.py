@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, validators
 
-from gradcomp.errors import ConfigError
+from gradcomp.errors import ConfigError, did_you_mean
 
 __all__ = ["ConfigError", "DefaultFillingValidator", "key_path", "validate_config"]
 
@@ -89,7 +89,9 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
         lines = []
         for err in errors:
             if err.validator == "additionalProperties":
-                lines.append(f"config key '{key_path(err)}': unknown key (misspelled?)")
+                key = key_path(err).rsplit(".", 1)[-1]
+                hint = did_you_mean(key, err.schema.get("properties", {})) or " (misspelled?)"
+                lines.append(f"config key '{key_path(err)}': unknown key{hint}")
             else:
                 lines.append(f"config key '{key_path(err)}': {err.message}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))

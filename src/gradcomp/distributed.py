@@ -56,8 +56,9 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    future's callback (callbacks only decode and write the buffer), so every rank issues the
    same collectives in the same order; sizes, bytes and the float vectors are tensors on the
    bucket's device (uint8 for sizes and bytes), ready for NCCL. A compress or encode that
-   raises on one rank is told to the others through the sizes (the byte exchange) or a
-   one-int32 status (random-K, PowerSGD, count sketch), and each rank raises; bytes that
+   raises on one rank (a bucket with NaN or infinite gradients included: refused before
+   encoding) is told to the others through the sizes (the byte exchange) or a one-int32
+   status (every other exchange), and each rank raises; bytes that
    do not decode raise :class:`~gradcomp.compression.wire.WireFormatError` on every rank
    (all decode the same bytes). Set the process group's ``timeout``: a rank that dies
    outright leaves the others waiting for it that long.
@@ -85,7 +86,7 @@ from gradcomp.compression.rates import RateBreakdown
 from gradcomp.compression.specs import check_spec
 from gradcomp.compression.wire import encode_update, has_byte_format
 from gradcomp.distributed_linear import LINEAR_EXCHANGES, linear_exchange_of
-from gradcomp.distributed_wire import exchange_bytes
+from gradcomp.distributed_wire import STATUS_BYTES, agree_or_raise, exchange_bytes
 from gradcomp.lossy.uplink import compressor_factory
 
 __all__ = [
@@ -259,17 +260,26 @@ def _check_decoded(update: Mapping[str, torch.Tensor], decoded: Mapping[str, tor
 
 
 def _exchange_decoded(state: CompressionHookState, bucket, update, named, rnd: int):
-    """The rank's own decode, divided by the world size and all-reduced (float32)."""
+    """The rank's own decode, divided by the world size and all-reduced (float32), after the
+    ranks agree that every compress succeeded (:func:`agree_or_raise`)."""
     buffer = bucket.buffer()
     compressor = state.compressor
-    payload, ctx = compressor.compress(update)
-    rate = compressor.rate(payload, ctx)
-    n_bytes = len(encode_update(compressor, payload, ctx)) if has_byte_format(compressor) else None
-    decoded = compressor.decompress(payload, ctx)
-    _check_decoded(update, decoded)
+    failure = None
+    try:
+        payload, ctx = compressor.compress(update)
+        rate = compressor.rate(payload, ctx)
+        n_bytes = (
+            len(encode_update(compressor, payload, ctx)) if has_byte_format(compressor) else None
+        )
+        decoded = compressor.decompress(payload, ctx)
+        _check_decoded(update, decoded)
+    except Exception as err:  # told to the other ranks before it is raised here
+        failure = err
+    agree_or_raise(state, bucket, rnd, failure)
     for name, g in named:
         g.copy_(decoded[name].detach().to(g.device, g.dtype))  # written into the bucket buffer
-    state.record(rate, buffer.numel() * buffer.element_size(), bucket.is_last(), n_bytes, rnd=rnd)
+    wire = buffer.numel() * buffer.element_size() + STATUS_BYTES
+    state.record(rate, wire, bucket.is_last(), n_bytes, rnd=rnd)
     buffer.div_(state.world_size)
     work = dist.all_reduce(buffer, group=state.group, async_op=True)
     return work.get_future().then(lambda fut: fut.value()[0])

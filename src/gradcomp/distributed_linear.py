@@ -51,6 +51,7 @@ import torch
 import torch.distributed as dist
 
 from gradcomp.compression.count_sketch import Sketched
+from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.powersgd import LowRank
 from gradcomp.compression.wire import encode_update
 from gradcomp.distributed_wire import STATUS_BYTES, agree_or_raise
@@ -79,12 +80,19 @@ def linear_exchange_of(spec) -> str | None:
 
 
 def exchange_allreduce(state: Any, bucket: dist.GradBucket, update, named, rnd: int):
-    """``quantizer: none``: DDP's default, the bucket times 1 / N, all-reduced."""
+    """``quantizer: none``: DDP's default, the bucket times 1 / N, all-reduced, after the
+    ranks agree that every compress succeeded (a NaN bucket is refused on its rank)."""
     buffer = bucket.buffer()
-    payload, ctx = state.compressor.compress(update)
-    n_bytes = len(encode_update(state.compressor, payload, ctx))
-    wire = buffer.numel() * buffer.element_size()
-    state.record(state.compressor.rate(payload, ctx), wire, bucket.is_last(), n_bytes, rnd=rnd)
+    failure = None
+    try:
+        payload, ctx = state.compressor.compress(update)
+        n_bytes = len(encode_update(state.compressor, payload, ctx))
+        rate = state.compressor.rate(payload, ctx)
+    except Exception as err:  # told to the other ranks before it is raised here
+        failure = err
+    agree_or_raise(state, bucket, rnd, failure)
+    wire = buffer.numel() * buffer.element_size() + STATUS_BYTES
+    state.record(rate, wire, bucket.is_last(), n_bytes, rnd=rnd)
     # DDP's reducer multiplies by 1 / N as it copies into the bucket (not the same bits as a
     # division when N is not a power of 2)
     buffer.mul_(1.0 / state.world_size)
@@ -133,7 +141,7 @@ def _powersgd_p(state: Any, update, device):
     ps = state.compressor
     memory = ps.memory
     mats, raws, ctx, payload = {}, {}, {}, {}
-    for name, t in update.items():
+    for name, t in checked_update(update, "the DDP hook").items():
         if memory is not None:
             t = memory.compensate(t, name)
         t = t.to(device, torch.float32)

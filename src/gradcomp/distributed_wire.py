@@ -42,6 +42,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from gradcomp.compression.inputs import NonFiniteUpdateError
 from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
 
 __all__ = [
@@ -56,8 +57,13 @@ __all__ = [
 
 #: Bytes of one rank's size in the sizes all-gather (an int64, little-endian uint8 view).
 SIZE_BYTES = 8
-#: The size a rank sends when its compress or encode failed.
+#: The size a rank sends when its compress or encode failed; when its bucket held NaN or
+#: infinite values (:class:`~gradcomp.compression.inputs.NonFiniteUpdateError`).
 FAILED = -1
+NON_FINITE = -2
+#: A linear exchange's status of a rank whose bucket held non-finite values (any other
+#: failure: 1); the statuses are summed, so both counts come back.
+NON_FINITE_STATUS = 1 << 16
 #: Bytes of one rank's status in a linear exchange's failure check (an int32).
 STATUS_BYTES = 4
 
@@ -78,11 +84,19 @@ def gather_sizes(size: int, device: torch.device, group: Any, world: int) -> lis
     return out.cpu().view(torch.int64).tolist()
 
 
-def _peer_failed(state: Any, bucket: dist.GradBucket, rnd: int, who: str) -> PeerFailedError:
+def _peer_failed(
+    state: Any, bucket: dist.GradBucket, rnd: int, who: str, non_finite: bool = False
+) -> PeerFailedError:
+    why = "had NaN or infinite gradients in" if non_finite else "could not compress or encode"
     return PeerFailedError(
-        f"{who} could not compress or encode bucket {bucket.index()} (update "
-        f"{rnd}); rank {state.rank} stops too"
+        f"{who} {why} bucket {bucket.index()} (update {rnd}); rank {state.rank} stops too"
     )
+
+
+def _status(failure: BaseException | None) -> int:
+    if failure is None:
+        return 0
+    return NON_FINITE_STATUS if isinstance(failure, NonFiniteUpdateError) else 1
 
 
 def agree_or_raise(
@@ -92,14 +106,18 @@ def agree_or_raise(
     if its compress raised ``failure``, else 0; :data:`STATUS_BYTES` on the bucket's device)
     summed across ranks, synchronously; a rank that failed raises its own error, the others
     a :class:`PeerFailedError`, so that none waits in an all-reduce its peer never joins."""
-    flag = torch.tensor([int(failure is not None)], dtype=torch.int32)
+    flag = torch.tensor([_status(failure)], dtype=torch.int32)
     flag = flag.to(bucket.buffer().device)
     dist.all_reduce(flag, group=state.group)
     if failure is not None:
         raise failure
-    if int(flag.item()):
-        n = int(flag.item())
-        raise _peer_failed(state, bucket, rnd, f"{n} of the {state.world_size} ranks")
+    total = int(flag.item())
+    if total:
+        non_finite, other = divmod(total, NON_FINITE_STATUS)
+        n = non_finite or other
+        raise _peer_failed(
+            state, bucket, rnd, f"{n} of the {state.world_size} ranks", non_finite=bool(non_finite)
+        )
 
 
 def decode_mean(
@@ -145,12 +163,16 @@ def exchange_bytes(state: Any, bucket: dist.GradBucket, update, named, rnd: int)
         data = encode_update(compressor, payload, ctx)
     except Exception as err:  # told to the other ranks before it is raised here
         failure = err
-    sizes = gather_sizes(FAILED if failure is not None else len(data), device, group, world)
+    size = len(data)
+    if failure is not None:
+        size = NON_FINITE if isinstance(failure, NonFiniteUpdateError) else FAILED
+    sizes = gather_sizes(size, device, group, world)
     if failure is not None:
         raise failure
     failed = [r for r, s in enumerate(sizes) if s < 0]
     if failed:
-        raise _peer_failed(state, bucket, rnd, f"rank(s) {failed}")
+        non_finite = any(sizes[r] == NON_FINITE for r in failed)
+        raise _peer_failed(state, bucket, rnd, f"rank(s) {failed}", non_finite=non_finite)
     longest = max(sizes)
     padded = torch.zeros(longest, dtype=torch.uint8)
     padded[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)

@@ -172,12 +172,27 @@ def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
     )
 
 
+def _data_source_errors(source: str) -> list[str]:
+    """The ``cifar10`` key checked before any job: ``download``, or a local copy that
+    :func:`gradcomp.data.detect_format` reads (its error names the key and the path)."""
+    if source == "download":
+        return []
+    from gradcomp.data import DataSourceError, detect_format
+
+    try:
+        detect_format(Path(source))
+    except DataSourceError as err:
+        return [str(err)]
+    return []
+
+
 def build_study(config: dict[str, Any]) -> Study:
     """The :class:`Study` of a config validated by :func:`gradcomp.config.validate_config`.
 
     Raises :class:`ConfigError` listing every failed check across keys, each naming its key.
     """
     errors: list[str] = []
+    errors += _data_source_errors(config["cifar10"])
     lossless = _lossless(config, errors)
     lossy = build_lossy(config, errors)
     if errors:

@@ -63,6 +63,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
 from gradcomp.compression.sketch_hash import HASH_KINDS, SketchHash, cached_hash
 from gradcomp.compression.sparsifiers import TopK
@@ -298,6 +299,7 @@ class CountSketch:
             )  # fmt: skip
 
     def compress(self, update: Mapping[str, torch.Tensor]):
+        update = checked_update(update)
         ctx = {n: (tuple(t.shape), t.dtype, t.device) for n, t in update.items()}
         groups = self.groups({n: t.numel() for n, t in update.items()})
         grouped = {n for g in groups for n in g}

@@ -35,6 +35,7 @@ from gradcomp.compression.specs import (
     is_number,
     variant_label,
 )
+from gradcomp.errors import did_you_mean
 
 __all__ = [
     "ENTRY_KEYS",
@@ -120,7 +121,11 @@ def _entry_problems(
         return [EntryProblem(i, "", f"must be a mapping, got {entry!r}")], []
     user = "class" in entry  # a user class: the other keys are its options
     problems = [
-        EntryProblem(i, key, f"unknown key; allowed keys are {', '.join(ENTRY_KEYS)}")
+        EntryProblem(
+            i,
+            key,
+            f"unknown key{did_you_mean(key, ENTRY_KEYS)}; allowed keys are {', '.join(ENTRY_KEYS)}",
+        )
         for key in entry
         if key not in ENTRY_KEYS and not user
     ]

@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
 from gradcomp.compression.wire_fields import FieldWriter
@@ -115,7 +116,7 @@ class PowerSGD:
 
     def compress(self, update: Mapping[str, torch.Tensor]):
         payload, ctx = {}, {}
-        for name, t in update.items():
+        for name, t in checked_update(update).items():
             t = t.detach()
             if self.memory is not None:
                 t = self.memory.compensate(t, name)

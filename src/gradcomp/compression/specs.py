@@ -31,8 +31,8 @@ Spec keys (``None`` means absent):
   unscaled with ``error_feedback``, whose memory diverges otherwise) or
   ``"none"`` (dense, no positions); default ``"topk"`` when a ``topk`` fraction is given,
   else ``"none"``.
-- ``topk``: keep fraction in (0, 1] of the sparsifier (paper Y: 0.452, the ``lossy.topk``
-  default).
+- ``topk``: keep fraction in (0, 1] of the sparsifier (default :data:`DEFAULT_TOPK`, paper
+  Y's 0.452, also ``lossy.topk``'s default).
 - ``topk_budget_percent``: P > 0; keep P / (100 rate) instead (capped at 1).
 - ``min_entries``: integer >= 0, default 1000: smaller tensors are sent raw at 32 bits.
 - ``error_feedback`` (bool, default False), ``memory_decay`` (in [0, 1], default 1).
@@ -75,8 +75,10 @@ from gradcomp.compression import user_compressors
 from gradcomp.compression.lloyd_quantizer import FIT_TO, LLOYD_FAMILIES
 from gradcomp.compression.memory import DEFAULT_DECAY, MEMORY_MODES
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
+from gradcomp.errors import did_you_mean
 
 __all__ = [
+    "DEFAULT_TOPK",
     "SOURCE_KEYS",
     "SPARSIFIERS",
     "SPEC_KEYS",
@@ -89,6 +91,9 @@ __all__ = [
     "variant_label",
 ]
 
+#: The keep fraction of a ``topk`` or ``randomk`` sparsifier given without ``topk``: paper
+#: Y's 45.2%, the one default of the library, the config (``lossy.topk``) and the DDP hook.
+DEFAULT_TOPK = 0.452
 #: The spec keys that say what builds the compressor: exactly one of them is given.
 SOURCE_KEYS = ("quantizer", "compressor", "class")
 SPARSIFIERS = ("topk", "randomk", "none")
@@ -198,7 +203,11 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
         raise TypeError("compressor spec must be a mapping")
     for key in spec:
         if key not in SPEC_KEYS:
-            raise SpecError(key, f"unknown key; allowed keys are {', '.join(SPEC_KEYS)}")
+            raise SpecError(
+                key,
+                f"unknown key{did_you_mean(key, SPEC_KEYS)}; allowed keys are "
+                f"{', '.join(SPEC_KEYS)}",
+            )
     s = {k: v for k, v in spec.items() if v is not None}
     sources = [k for k in SOURCE_KEYS if k in s]
     if len(sources) > 1:
@@ -265,7 +274,7 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
     sparsifier = s.get("sparsifier", "topk" if {"topk", "topk_budget_percent"} & set(s) else "none")
     if sparsifier not in SPARSIFIERS:
         raise SpecError("sparsifier", f"{sparsifier!r} is not one of {SPARSIFIERS}")
-    topk = s.get("topk", 1.0)
+    topk = s.get("topk", DEFAULT_TOPK)
     if not (is_number(topk) and 0 < topk <= 1):
         raise SpecError("topk", f"must be a fraction in (0, 1], got {topk!r}")
     budget = s.get("topk_budget_percent")

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.rates import RateBreakdown, index_code_bits
@@ -299,10 +300,7 @@ class QuantizerPipeline:
         return coder
 
     def compress(self, update: Mapping[str, torch.Tensor]):
-        for name, t in update.items():
-            if not torch.is_floating_point(t):
-                raise TypeError(f"update entry {name!r} is not floating point ({t.dtype})")
-        tensors = {n: t.detach() for n, t in update.items()}
+        tensors = {n: t.detach() for n, t in checked_update(update).items()}
         memory = self.memory
         if memory is not None and memory.before_selection:
             tensors = {n: memory.compensate(t, n) for n, t in tensors.items()}

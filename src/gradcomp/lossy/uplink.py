@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.rates import RATE_FIELDS, RateBreakdown
 from gradcomp.compression.wire import (
@@ -157,6 +158,7 @@ def send(
     update) and a compressor with a byte format, the update is encoded to bytes, the receiver
     decodes them, and a decode that differs in any bit from the sender's own reconstruction
     raises :class:`~gradcomp.compression.wire.DecodeMismatchError`; ``recon`` is the decode."""
+    checked_update(update, "the uplink")  # a user's class gets the built-ins' check too
     payload, ctx = compressor.compress(update)
     recon = _check_reconstruction(user, update, compressor.decompress(payload, ctx))
     source = bits_source(compressor) if receiver is not None else "self-reported"

@@ -1,0 +1,69 @@
+"""What a compressor takes, checked before any work: one update, a mapping from tensor name
+to a floating-point torch tensor, every entry finite.
+
+Every built-in compressor's ``compress`` and the study's uplink call :func:`checked_update`
+first, so a wrong input fails with an error that says what it takes, and a NaN or an
+infinity fails with :class:`NonFiniteUpdateError` naming the tensor and how many entries,
+never by spreading through a quantizer's levels into a whole tensor of NaNs (one NaN in the
+minimum or maximum of uniform's range, or in a fitted law, poisons every level).
+
+>>> import torch
+>>> checked_update({"w": torch.ones(3)})["w"].shape
+torch.Size([3])
+>>> checked_update({"w": torch.tensor([1.0, float("nan")])})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+gradcomp.compression.inputs.NonFiniteUpdateError: update tensor 'w' has 1 non-finite ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+__all__ = ["NonFiniteUpdateError", "checked_update"]
+
+
+class NonFiniteUpdateError(ValueError):
+    """An update tensor holds NaN or infinite entries; ``tensor`` names it, ``count`` says
+    how many."""
+
+    def __init__(self, tensor: str, count: int, total: int, nan: int):
+        self.tensor, self.count = tensor, count
+        super().__init__(
+            f"update tensor {tensor!r} has {count} non-finite entries of {total} ({nan} NaN, "
+            f"{count - nan} infinite): refused before encoding"
+        )
+
+
+def _what(value: Any) -> str:
+    kind = type(value).__name__
+    if type(value).__module__ == "numpy":
+        return f"a numpy {kind} (convert it with torch.from_numpy)"
+    return f"a {kind}"
+
+
+def checked_update(update: Any, who: str = "compress") -> Mapping[str, torch.Tensor]:
+    """``update`` itself once it is a mapping of str names to floating-point torch tensors
+    with finite entries; TypeError (what ``who`` takes, and what it got) or
+    :class:`NonFiniteUpdateError` otherwise."""
+    takes = f"{who} takes one update: a dict of tensor name -> floating-point torch tensor"
+    if isinstance(update, torch.Tensor):
+        raise TypeError(f"{takes}, got a single tensor: pass {{'name': tensor}}")
+    if not isinstance(update, Mapping):
+        raise TypeError(f"{takes}, got {_what(update)}")
+    for name, t in update.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{takes}; the name {name!r} is {_what(name)}, not a str")
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{takes}; entry {name!r} is {_what(t)}")
+        if not torch.is_floating_point(t):
+            raise TypeError(f"{takes}; entry {name!r} is not floating point ({t.dtype})")
+        finite = torch.isfinite(t)
+        if not bool(finite.all()):
+            bad = int((~finite).sum())
+            nan = int(torch.isnan(t).sum())
+            raise NonFiniteUpdateError(name, bad, t.numel(), nan)
+    return update
