@@ -37,18 +37,20 @@ def share(t, *verdicts):
 @pytest.mark.slow
 @pytest.mark.parametrize(("W", "reps"), [(16, 50), (40, 30)])
 def test_default_structure_covers_and_keeps_false_verdicts_rare(W, reps):
-    """No true difference: the questions cover 0 in >= 93% of the studies (each in >= 86%:
-    at these few studies 93% is within two binomial errors of 95%; the benchmark's 1,000 per
-    question hold each to 93%), better/worse in <= 5% of each question's; 1.5 margins off:
-    the same coverage and "equivalent" in <= 5%."""
+    """No true difference: the questions cover 0 in >= 93% of the studies, better/worse in
+    <= 5%; 1.5 margins off: the same coverage and "equivalent" in <= 5%. Each question alone
+    within about two binomial errors of those at these few studies (coverage >= 86%, the
+    others <= 10%); the benchmark's runs of hundreds hold each to the goals."""
     null = replicate(SCENARIO, W, 1, reps, seed=W, margin=MARGIN)
     assert len(null) == reps * len(QUESTIONS)  # every question answered in every study
     assert covered(null).mean() >= 0.93 and (covered(null) >= 0.86).all(), covered(null)
-    assert (share(null, "better", "worse") <= 0.05).all(), share(null, "better", "worse")
+    false = share(null, "better", "worse")
+    assert false.mean() <= 0.05 and (false <= 0.1).all(), false
     signs = np.where(np.arange(len(QUESTIONS)) % 2 == 0, 1.0, -1.0)
     off = replicate(SCENARIO, W, 1, reps, seed=W + 1, shift=1.5 * MARGIN * signs, margin=MARGIN)
     assert covered(off).mean() >= 0.93 and (covered(off) >= 0.86).all(), covered(off)
-    assert (share(off, "equivalent") <= 0.05).all(), share(off, "equivalent")
+    equiv = share(off, "equivalent")
+    assert equiv.mean() <= 0.05 and (equiv <= 0.1).all(), equiv
 
 
 @pytest.mark.slow

@@ -82,10 +82,12 @@ def test_the_bracket_covers_every_curve_shape(name, W, reps):
     null = replicate(scenario, W, 1, reps, seed=W + len(name), margin=MARGIN)
     assert len(null) == reps * len(scenario.questions())
     assert covered(null).mean() >= 0.93 and (covered(null) >= 0.86).all(), covered(null)
-    assert (share(null, "better", "worse") <= 0.05).all(), share(null, "better", "worse")
+    false = share(null, "better", "worse")
+    assert false.mean() <= 0.05 and (false <= 0.1).all(), false
     off = replicate(scenario, W, 1, reps, seed=W + 7, shift=off_shifts(scenario), margin=MARGIN)
     assert covered(off).mean() >= 0.93 and (covered(off) >= 0.86).all(), covered(off)
-    assert (share(off, "equivalent") <= 0.05).all(), share(off, "equivalent")
+    equiv = share(off, "equivalent")
+    assert equiv.mean() <= 0.05 and (equiv <= 0.1).all(), equiv
 
 
 @pytest.mark.slow
@@ -102,5 +104,5 @@ def test_the_chord_fails_where_the_curve_bends():
     worse = replicate(steep, 40, 1, 40, seed=4, shift=OFF, margin=MARGIN)
     assert share(worse, "equivalent").max() > 0.1
     kinked = replace(kinked_scenario(), interpolation="chord")
-    t = replicate(kinked, 16, 1, 20, seed=5, margin=MARGIN)
+    t = replicate(kinked, 40, 1, 20, seed=5, margin=MARGIN)
     assert covered(t).min() < 0.1

@@ -189,7 +189,9 @@ def test_curves_join_entries_into_one_curve(tmp_path):
     paths = write_trajectories(tmp_path, -0.02, 0.002)
     kw = {"questions": QUESTION, "kept_sets": KEPT, "margin": 0.004}
     joined = verdicts_table(paths, curves={"test": "uniform"}, **kw).set_index("test_point")
-    assert "test/R1_M0" in joined.loc["test/R2_M0", "reference_points"]
+    # R1 (0.7 bits) read between uniform R1 (0.5) and R2 (1.0), the secant beyond from R2
+    # to test's own R2 (2.0, joined); never the question's own configuration
+    assert "test/R2_M0" in joined.loc["test/R1_M0", "reference_points"]
     assert "test/R2_M0" not in joined.loc["test/R2_M0", "reference_points"]
     own = verdicts_table(paths, curves={"test": "test"}, **kw)
     assert (own["verdict"] == "better").all()

@@ -37,13 +37,20 @@ fixed linear combinations of the reference's losses (:func:`convex_bracket`):
   with fewer bits carried right, and through ``j+1`` and a neighbour with more bits carried
   left, mixed with weights ``1 - lam`` and ``lam`` (``lam`` = how far ``x`` lies from ``j``
   to ``j+1``), so that the bound meets the curve at both configurations. Each neighbour is
-  the nearest at least the bracket's step ``h`` away (chosen on bits alone: a much nearer
-  one would carry its noise far). With the adjacent neighbours the gap to the chord is
-  ``lam (1 - lam) h (s_{j+1} - s_{j-1})`` for the neighbours' slopes ``s``: the curve's
+  the nearest at least half the bracket's step ``h`` away (chosen on bits alone: a much
+  nearer one would carry its noise far). With the adjacent neighbours the gap to the chord
+  is ``lam (1 - lam) h (s_{j+1} - s_{j-1})`` for the neighbours' slopes ``s``: the curve's
   measured bend, small where the reference is dense, large across a kink.
 
-One trajectory's difference ``y_test - f(x)`` therefore lies between two contrasts:
-``y_test - chord`` (its low end) and ``y_test - lower bound`` (its high end), whose means
+A curve that bends the other way over those steps (concave: a quantizer whose next level
+count costs loss, as uniform's two to four levels on a small kept set do) has the chord
+below it and the secants above; the verdicts take whichever of the two ends measures lower
+as the low end (:mod:`gradcomp.lossy.verdicts`), so the bracket holds for a curve of one
+bend over the bracket's steps, either way, and its width is charged either way.
+
+One trajectory's difference ``y_test - f(x)`` therefore lies between two contrasts,
+``y_test - chord`` and ``y_test - secant bound`` (low and high end on a convex curve), whose
+means
 estimate the two ends of the difference's identified interval without bias whatever the
 noise's correlation (:func:`gradcomp.lossy.nested.bounded_test` turns them into an interval
 and tests). At a reference configuration's own bits both ends are that configuration
@@ -216,10 +223,10 @@ def _spread(weights: dict[int, float], groups: list[list[str]]) -> dict[str, flo
 
 def _neighbour(u: np.ndarray, i: int, way: int, step: float) -> int:
     """The configuration beside ``u[i]`` (``way`` -1: fewer bits, 1: more) whose secant with
-    it bounds the curve: the nearest at least ``step`` away, else the farthest. A neighbour
-    much nearer than the bracket's step would carry its two losses' noise far (weights 1 + c
-    and -c with c the step over their distance); any pair on one side bounds a convex curve,
-    so the choice, made on bits alone, costs no validity."""
+    it bounds the curve: the nearest at least ``step`` (half the bracket's) away, else the
+    farthest. A neighbour much nearer would carry its two losses' noise far (weights 1 + c
+    and -c, c at most 2 this way); any pair on one side bounds a convex curve, so the choice,
+    made on bits alone, costs no validity."""
     others = range(i + way, -1 if way < 0 else u.size, way)
     last = i
     for k in others:
@@ -273,11 +280,11 @@ def convex_bracket(
         upper = {j: 1.0 - lam, j + 1: lam}
         sides = []
         if j >= 1:  # the secant through k, j carried right to x
-            k = _neighbour(u, j, -1, h)
+            k = _neighbour(u, j, -1, h / 2)
             a = (x - u[j]) / (u[j] - u[k])
             sides.append((1.0 - lam, {j: 1.0 + a, k: -a}))
         if j + 2 <= n:  # the secant through j+1, k carried left to x
-            k = _neighbour(u, j + 1, 1, h)
+            k = _neighbour(u, j + 1, 1, h / 2)
             c = (u[j + 1] - x) / (u[k] - u[j + 1])
             sides.append((lam, {j + 1: 1.0 + c, k: -c}))
         lower = None

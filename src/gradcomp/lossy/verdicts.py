@@ -13,7 +13,8 @@ set), at the bits it measurably spends, against
 Per trajectory (warm start, seed) the difference is the test's test loss minus the
 reference's at matched bits (nats; negative = lower loss for the same bits), known to lie
 between two linear contrasts where the reference has to be read between its configurations
-(the chord above a convex curve, the neighbouring secants below it:
+(the chord and the neighbouring secants carried to the test's bits, on either side of a
+curve of one bend:
 :func:`gradcomp.lossy.matched_bits.convex_bracket`); the accuracy likewise (positive =
 better). Both ends go through the two-level design (:mod:`gradcomp.lossy.nested`): interval
 over the warm starts, each the mean of its seeds, and the bracket's width charged
@@ -130,11 +131,19 @@ def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc):
         return None, (
             f"{x:.4g} bits lie outside {question['reference']}'s {lo:.4g}-{hi:.4g} on {kept_set}"
         )
-    loss = bracket_differences(y_loss, ref["loss"], b)
+    loss = _ordered(*bracket_differences(y_loss, ref["loss"], b))
     a_chord, a_secant = bracket_differences(y_acc, ref["acc"], b)
-    # accuracy rises with bits: the chord lies below a concave curve, so the ends swap
-    acc = (np.where(np.isfinite(a_secant), a_secant, -np.inf), a_chord)
+    # accuracy rises with bits: without a secant bound the chord end is the high one
+    acc = _ordered(a_chord, np.where(np.isfinite(a_secant), a_secant, -np.inf))
     return (loss, acc, b.used, b.step_log2), ""
+
+
+def _ordered(one: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(low end, high end): the two ends by their means (the curve's measured bend says
+    which of chord and secant lies above); an infinite end stays on its side."""
+    if np.isinf(one).any() or np.isinf(other).any():
+        return (one, other) if np.isinf(other).all() and other[0] > 0 else (other, one)
+    return (one, other) if one.mean() <= other.mean() else (other, one)
 
 
 def _frontier_tests(x, ref, question, y_loss, y_acc, units):
