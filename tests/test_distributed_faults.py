@@ -7,8 +7,9 @@ its own, chunk by chunk, so the last bits may differ from a rank-order sum); ``q
 none`` is bit for bit DDP's default.
 
 Failures: bytes one rank cannot decode, a compress that raises on one rank, NaN gradients on
-one rank (refused before encoding, its peer told why), a rank that exits: every remaining rank ends with an error within the group's timeout, never hangs (the
-test kills the ranks and fails after a wall limit).
+one rank (refused before encoding, its peer told why), a rank that exits: every remaining
+rank ends with an error within the group's timeout, never hangs (the test kills the ranks
+and fails after a wall limit).
 """
 
 from __future__ import annotations
