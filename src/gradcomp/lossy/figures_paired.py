@@ -130,7 +130,8 @@ def figure_y7(
     scale); mean and 95% interval over the design's units (warm starts, each the mean of its
     seeds; :mod:`gradcomp.lossy.nested`). A configuration that another of its own curve beats
     in mean bits and loss increase is drawn hollow, off its line. One panel per compressor
-    (its M as shades), with the curve of ``baseline`` (every compressor that joins it
+    (its M as shades; the entries that join the baseline's curve all in the baseline's), with
+    the curve of ``baseline`` (every compressor that joins it
     through ``curves``, dashed), its operational curve (the lower convex hull of all its
     configurations, dotted: what the verdicts' ``frontier`` compares with) and the
     references (grey points) in every panel."""
@@ -158,7 +159,10 @@ def figure_y7(
         )
         curves[(name, int(M))] = stats
     front = _operational_curve(curves, base_names)
-    names = facets.compressors(data, quantizers)
+    # the entries that join the baseline's curve are drawn in its panel, not in their own
+    names = [
+        n for n in facets.compressors(data, quantizers) if n == baseline or n not in base_names
+    ]
     refs = [n for n in dict.fromkeys(config_order(facets.references(data, quantizers),
                                               quantizers)["compressor"])]  # fmt: skip
     per_block = max(len(names), 1)
@@ -204,7 +208,8 @@ def figure_y7(
                     ax.plot(*zip(*[(b, v[k]) for b, v in front], strict=True), color="0.15",
                             ls=":", lw=1.6, label=f"{baseline}'s operational curve")  # fmt: skip
             keys = []
-            for n, M in [c for c in curves if c[0] == name]:
+            own = base_names if name == baseline else {name}
+            for n, M in [c for c in curves if c[0] in own]:
                 first = styles[(n, curves[(n, M)][0][1], M)]
                 draw(ax, n, M, k, color=first.color, marker=first.marker or "o", lw=1.3)
                 keys += [(n, r, M) for _, r, *_ in curves[(n, M)]]
