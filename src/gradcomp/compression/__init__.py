@@ -1,6 +1,7 @@
 """GRACE-style compressors for model updates (paper Y and the field's baselines).
 
-One idea per module: :mod:`~gradcomp.compression.rates` (uplink bits by part),
+One idea per module: :mod:`~gradcomp.compression.inputs` (what a compressor takes: a dict of
+finite float tensors), :mod:`~gradcomp.compression.rates` (uplink bits by part),
 :mod:`~gradcomp.compression.memory` (error feedback), :mod:`~gradcomp.compression.sparsifiers`
 (which entries are sent), :mod:`~gradcomp.compression.value_quantizers` (the sent values:
 interface and simple kinds; one module per model-based kind, :mod:`~.registry` maps names to

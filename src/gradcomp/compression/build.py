@@ -45,10 +45,16 @@ def build_compressor(
     ``compressor`` kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
     """
     s = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
-    if s["compressor"] is not None:
-        return COMPRESSORS[s["compressor"]].from_spec(s)
     if s["class"] is not None:
         return user_compressors.build_user_compressor(s)
+    compressor = _built(s, fit_fn, entropy_coder)
+    compressor.wire_spec = s  # bound into its bytes (wire_records.Agreed)
+    return compressor
+
+
+def _built(s: CheckedSpec, fit_fn, entropy_coder) -> Any:
+    if s["compressor"] is not None:
+        return COMPRESSORS[s["compressor"]].from_spec(s)
     quantizer = make_quantizer(s, fit_fn=fit_fn)
     sparsifier = None
     if s["sparsifier"] == "topk":

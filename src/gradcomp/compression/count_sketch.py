@@ -300,6 +300,7 @@ class CountSketch:
 
     def compress(self, update: Mapping[str, torch.Tensor]):
         update = checked_update(update)
+        self.step = getattr(self, "step", 0) + 1  # updates compressed (the bytes' index + 1)
         ctx = {n: (tuple(t.shape), t.dtype, t.device) for n, t in update.items()}
         groups = self.groups({n: t.numel() for n, t in update.items()})
         grouped = {n for g in groups for n in g}
@@ -373,5 +374,6 @@ class CountSketch:
     def receiver(cls, spec: Mapping[str, Any], layout, *, rnd: int):
         """The receiver of a spec's updates of ``layout`` (its hashes from the spec's seed)."""
         from gradcomp.compression.sketch_wire import SketchReceiver
+        from gradcomp.compression.wire_records import Agreed
 
-        return SketchReceiver(cls.from_spec(spec), layout)
+        return SketchReceiver(cls.from_spec(spec), layout, Agreed.of(spec, rnd))

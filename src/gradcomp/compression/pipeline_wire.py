@@ -37,7 +37,13 @@ from gradcomp.compression.value_quantizers import (
     level_bits,
 )
 from gradcomp.compression.wire_fields import FieldReader, FieldWriter, WireFormatError
-from gradcomp.compression.wire_records import UpdateLayout, read_records, write_records
+from gradcomp.compression.wire_records import (
+    Agreed,
+    UpdateLayout,
+    read_records,
+    sender_agreed,
+    write_records,
+)
 
 __all__ = ["POSITION_CODES", "PipelineReceiver", "encode_pipeline"]
 
@@ -93,7 +99,7 @@ def encode_pipeline(pipeline: Any, payload: Mapping[str, Any], ctx: Mapping[str,
         _write_tensor(pipeline._coders[name].quantizer, p, ctx[name].numel)
         for name, p in payload.items()
     )
-    return write_records(quantizer.kind, layout, records)
+    return write_records(quantizer.kind, layout, records, sender_agreed(pipeline))
 
 
 def _read_positions(r: FieldReader, method: int, numel: int) -> np.ndarray | None:
@@ -208,7 +214,9 @@ class PipelineReceiver:
         record's positions, then the side information of all (read together, so that a
         kind's designs are made together: :meth:`ValueQuantizer.read_sides`), then values."""
         wheres = [_where(n) for n in self.layout.names]
-        readers = read_records(data, self.spec["quantizer"], self.layout, wheres)
+        readers = read_records(
+            data, self.spec["quantizer"], self.layout, wheres, Agreed.of(self.spec, self.rnd)
+        )
         heads = [_checked(r, self._head, r, name, shape)
                  for r, (name, shape, _) in zip(readers, self.layout, strict=True)]  # fmt: skip
         sides: list[QuantizedValues | None] = [None] * len(heads)

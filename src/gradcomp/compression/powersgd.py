@@ -39,7 +39,13 @@ from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
 from gradcomp.compression.wire_fields import FieldWriter
-from gradcomp.compression.wire_records import UpdateLayout, read_records, write_records
+from gradcomp.compression.wire_records import (
+    Agreed,
+    UpdateLayout,
+    read_records,
+    sender_agreed,
+    write_records,
+)
 
 __all__ = ["LowRank", "PowerSGD"]
 
@@ -116,6 +122,7 @@ class PowerSGD:
 
     def compress(self, update: Mapping[str, torch.Tensor]):
         payload, ctx = {}, {}
+        self.step = getattr(self, "step", 0) + 1  # updates compressed (the bytes' index + 1)
         for name, t in checked_update(update).items():
             t = t.detach()
             if self.memory is not None:
@@ -158,26 +165,28 @@ class PowerSGD:
             for part in (p.raw,) if p.raw is not None else (p.p, p.q):
                 w.array(part.detach().cpu().reshape(-1).numpy(), "f4")
             records.append(w.getvalue())
-        return write_records(self.kind, layout, records)
+        return write_records(self.kind, layout, records, sender_agreed(self))
 
     @classmethod
     def receiver(cls, spec: Mapping[str, Any], layout: UpdateLayout, *, rnd: int):
         """The receiver of a spec's updates of ``layout`` (it needs the rank alone)."""
-        return _PowerSGDReceiver(cls(spec["rate"]), layout)
+        return _PowerSGDReceiver(cls(spec["rate"]), layout, Agreed.of(spec, rnd))
 
 
 class _PowerSGDReceiver:
     """Decodes PowerSGD's bytes; ``ranks``: a fresh :class:`PowerSGD` of the spec's rank (its
     :meth:`~PowerSGD.matrix_rank` only)."""
 
-    def __init__(self, ranks: PowerSGD, layout: UpdateLayout):
-        self.ranks, self.layout = ranks, layout
+    def __init__(self, ranks: PowerSGD, layout: UpdateLayout, agreed: Agreed):
+        self.ranks, self.layout, self.agreed = ranks, layout, agreed
 
     def decode(self, data) -> dict[str, torch.Tensor]:
         wheres = [f"tensor {n!r}" for n in self.layout.names]
         out = {}
         for r, (name, shape, dtype) in zip(
-            read_records(data, PowerSGD.kind, self.layout, wheres), self.layout, strict=True
+            read_records(data, PowerSGD.kind, self.layout, wheres, self.agreed),
+            self.layout,
+            strict=True,
         ):
             rank = self.ranks.matrix_rank(shape)
             if rank:

@@ -17,7 +17,13 @@ from typing import Any
 import torch
 
 from gradcomp.compression.wire_fields import FieldWriter
-from gradcomp.compression.wire_records import UpdateLayout, read_records, write_records
+from gradcomp.compression.wire_records import (
+    Agreed,
+    UpdateLayout,
+    read_records,
+    sender_agreed,
+    write_records,
+)
 
 __all__ = ["SketchReceiver", "encode_sketches"]
 
@@ -40,7 +46,7 @@ def encode_sketches(sketch: Any, payload: Mapping[str, Any], ctx) -> bytes:
         w = FieldWriter()
         w.array(t.detach().cpu().reshape(-1).numpy(), "f4")
         records.append(w.getvalue())
-    return write_records(sketch.kind, _layout(ctx), records)
+    return write_records(sketch.kind, _layout(ctx), records, sender_agreed(sketch))
 
 
 class SketchReceiver:
@@ -48,8 +54,8 @@ class SketchReceiver:
     :class:`~gradcomp.compression.count_sketch.CountSketch` of the spec, with the user's seed
     (its sizes and hashes only)."""
 
-    def __init__(self, sketch: Any, layout: UpdateLayout):
-        self.sketch, self.layout = sketch, layout
+    def __init__(self, sketch: Any, layout: UpdateLayout, agreed: Agreed):
+        self.sketch, self.layout, self.agreed = sketch, layout, agreed
         sizes = {n: math.prod(s) for n, s, _ in layout}
         self.groups = sketch.groups(sizes)
         grouped = {n for g in self.groups for n in g}
@@ -59,7 +65,7 @@ class SketchReceiver:
     def decode(self, data) -> dict[str, torch.Tensor]:
         wheres = [f"sketch {i} ({', '.join(g)})" for i, g in enumerate(self.groups)]
         wheres += [f"tensor {n!r}" for n in self.raw]
-        readers = read_records(data, self.sketch.kind, self.layout, wheres)
+        readers = read_records(data, self.sketch.kind, self.layout, wheres, self.agreed)
         flat: dict[str, torch.Tensor] = {}
         for index, (names, r) in enumerate(zip(self.groups, readers, strict=False)):
             d = sum(self.sizes[n] for n in names)

@@ -11,7 +11,7 @@ count sketch's hashes from the user's seed alone.
 
 The modules under it, one idea each: :mod:`~gradcomp.compression.wire_fields` (the fields
 and their errors), :mod:`~gradcomp.compression.wire_records` (the header and the framed
-records: :data:`HEADER_BYTES` = 8 bytes per update, :data:`RECORD_BYTES` = 8 per record),
+records: :data:`HEADER_BYTES` = 12 bytes per update, :data:`RECORD_BYTES` = 8 per record),
 and the kinds' layouts: :mod:`~gradcomp.compression.pipeline_wire` (a quantizer pipeline,
 with each value quantizer's ``write_side`` / ``read_side``),
 :meth:`~gradcomp.compression.powersgd.PowerSGD.to_bytes`,
@@ -21,7 +21,9 @@ So ``8 len(bytes)`` = the accounted bits (:class:`~gradcomp.compression.rates.Ra
 with the entropy code) + the framing above + padding: at most 7 bits per bit field, and the
 unaccounted bits of a byte-wide flag (a quantizer pipeline's per-tensor flags byte, Lloyd's
 design flag, TCQ's initial state). Truncated, corrupted or foreign bytes raise
-:class:`WireFormatError` naming the tensor and the field.
+:class:`WireFormatError` naming the tensor and the field; bytes made under another layout,
+spec, seed, user or update index than the receiver's, :class:`AgreedFactError` naming the
+fact (the header binds them: :class:`~gradcomp.compression.wire_records.Agreed`).
 
 A user's class takes part with ``to_bytes(payload, ctx) -> bytes`` and a class method
 ``from_bytes(data, layout, *, rnd, **constructor keywords) -> dict[str, Tensor]``; its bytes
@@ -48,11 +50,13 @@ from gradcomp.compression.wire_records import (
     HEADER_BYTES,
     KIND_CODES,
     RECORD_BYTES,
+    AgreedFactError,
     UpdateLayout,
 )
 
 __all__ = [
     "FORMAT_VERSION",
+    "AgreedFactError",
     "HEADER_BYTES",
     "KIND_CODES",
     "RECORD_BYTES",

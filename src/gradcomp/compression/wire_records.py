@@ -2,9 +2,12 @@
 the records of one update, and the :class:`UpdateLayout` a receiver knows before the first
 round.
 
-- header, :data:`HEADER_BYTES` = 8: magic ``b"GW"``, format version (:data:`FORMAT_VERSION`),
+- header, :data:`HEADER_BYTES` = 12: magic ``b"GW"``, format version (:data:`FORMAT_VERSION`),
   the kind's code (:data:`KIND_CODES`), the CRC-32 of the layout (a receiver for another
-  model refuses the bytes);
+  model refuses the bytes), then the 16-bit checks of what sender and receiver agree on
+  outside the bytes (:class:`Agreed`): the compressor spec, and the seed, user and update
+  index, so that a receiver holding another fact refuses the bytes naming it
+  (:class:`AgreedFactError`) instead of decoding them into wrong values;
 - then the records in order (one per tensor; a count sketch: one per sketch, then one per raw
   tensor), each :data:`RECORD_BYTES` = 8 bytes of framing (u32 length, CRC-32 of the body)
   before its body, the kind's fields (:mod:`~gradcomp.compression.wire_fields`).
@@ -12,6 +15,7 @@ round.
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
 from collections.abc import Iterable, Mapping
@@ -23,18 +27,21 @@ import torch
 from gradcomp.compression.wire_fields import FieldReader, WireFormatError
 
 __all__ = [
+    "AgreedFactError",
+    "Agreed",
     "FORMAT_VERSION",
     "HEADER_BYTES",
     "KIND_CODES",
     "RECORD_BYTES",
     "UpdateLayout",
     "read_records",
+    "sender_agreed",
     "write_records",
 ]
 
 MAGIC = b"GW"
-FORMAT_VERSION = 1
-HEADER_BYTES = 8
+FORMAT_VERSION = 2
+HEADER_BYTES = 12
 RECORD_BYTES = 8
 #: The kind's byte in the header: a quantizer pipeline's value quantizer, or the compressor.
 KIND_CODES = {
@@ -42,6 +49,61 @@ KIND_CODES = {
     "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11,
     "powersgd": 32, "count_sketch": 33,
 }  # fmt: skip
+
+
+class AgreedFactError(WireFormatError):
+    """The bytes were made under another agreed fact than the receiver's: ``fact`` is
+    ``"layout"``, ``"spec"`` or ``"seed/user/round"``."""
+
+    def __init__(self, fact: str, message: str):
+        self.fact = fact
+        super().__init__("header", fact, message)
+
+
+#: Spec keys a receiver need not share with the sender: the seed is checked with the user and
+#: round (``Agreed.facts``), the name only labels runs.
+_NOT_AGREED = ("seed", "name")
+
+
+def _check16(text: str) -> int:
+    return zlib.crc32(text.encode()) & 0xFFFF
+
+
+@dataclass(frozen=True)
+class Agreed:
+    """The header's checks of what a receiver must know before the bytes arrive (16 bits
+    each, the low half of a CRC-32): ``spec``, of the checked compressor spec's keys and
+    values but its seed and name (as sorted JSON), and ``facts``, of the seed the spec
+    carries (the user's compressor seed, ``1000 seed + user``) and the update's index.
+
+    >>> a = Agreed.of({"quantizer": "uniform", "rate": 2, "seed": 1000, "name": "u"}, rnd=0)
+    >>> a == Agreed.of({"quantizer": "uniform", "rate": 2, "seed": 1000, "name": "v"}, rnd=0)
+    True
+    >>> a.spec == Agreed.of({"quantizer": "uniform", "rate": 3, "seed": 1000}, rnd=0).spec
+    False
+    """
+
+    spec: int
+    facts: int
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any], rnd: int) -> Agreed:
+        items = {k: v for k, v in spec.items() if k not in _NOT_AGREED}
+        text = json.dumps(items, sort_keys=True, default=str)
+        return cls(_check16(text), _check16(f"{spec.get('seed')}:{int(rnd)}"))
+
+
+def sender_agreed(compressor: Any) -> Agreed:
+    """The :class:`Agreed` checks of the update a built-in compressor just compressed: its
+    spec (set by :func:`~gradcomp.compression.build.build_compressor`) and its update index
+    (``step``, counted by its ``compress``, less one)."""
+    spec = getattr(compressor, "wire_spec", None)
+    if spec is None:
+        raise TypeError(
+            f"{type(compressor).__name__} has no spec to bind into its bytes: build it with "
+            "gradcomp.compression.build_compressor(spec)"
+        )
+    return Agreed.of(spec, compressor.step - 1)
 
 
 @dataclass(frozen=True)
@@ -85,12 +147,16 @@ class UpdateLayout:
         return zlib.crc32(text.encode())
 
 
-def write_records(kind: str, layout: UpdateLayout, records: Iterable[bytes]) -> bytes:
+def write_records(
+    kind: str, layout: UpdateLayout, records: Iterable[bytes], agreed: Agreed
+) -> bytes:
     """Header and framed records (see the module doc)."""
     head = (
         MAGIC
         + bytes([FORMAT_VERSION, KIND_CODES[kind]])
         + layout.fingerprint().to_bytes(4, "little")
+        + agreed.spec.to_bytes(2, "little")
+        + agreed.facts.to_bytes(2, "little")
     )
     parts = [head]
     for body in records:
@@ -99,10 +165,15 @@ def write_records(kind: str, layout: UpdateLayout, records: Iterable[bytes]) -> 
 
 
 def read_records(
-    data: bytes | bytearray | memoryview, kind: str, layout: UpdateLayout, wheres: list[str]
+    data: bytes | bytearray | memoryview,
+    kind: str,
+    layout: UpdateLayout,
+    wheres: list[str],
+    agreed: Agreed,
 ) -> list[FieldReader]:
-    """Check the header and each record's length and CRC; one reader per record, named by
-    ``wheres`` (the record's tensor or sketch)."""
+    """Check the header (the agreed facts: :class:`AgreedFactError`) and each record's
+    length and CRC; one reader per record, named by ``wheres`` (the record's tensor or
+    sketch)."""
     head = FieldReader(data, "header")
     magic = bytes(head.take(2, "magic"))
     if magic != MAGIC:
@@ -117,7 +188,21 @@ def read_records(
         names = {v: k for k, v in KIND_CODES.items()}
         raise head.error("kind", f"{names.get(code, code)!r} bytes, the spec says {kind!r}")
     if head.u32("layout") != layout.fingerprint():
-        raise head.error("layout", "the update's names, shapes or dtypes differ from the layout's")
+        raise AgreedFactError(
+            "layout", "the update's tensor names, shapes or dtypes differ from this receiver's"
+        )
+    spec_check, facts_check = (int.from_bytes(head.take(2, f), "little") for f in ("spec", "facts"))
+    if spec_check != agreed.spec:
+        raise AgreedFactError(
+            "spec",
+            "the sender's compressor spec (kind, rate, M, options, sparsifier and fraction, "
+            "min_entries, ...) differs from this receiver's",
+        )
+    if facts_check != agreed.facts:
+        raise AgreedFactError(
+            "seed/user/round",
+            "the sender's seed, user or update index differs from this receiver's",
+        )
     readers = []
     for where in wheres:
         if head.left < RECORD_BYTES:
