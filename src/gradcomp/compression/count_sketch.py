@@ -190,6 +190,7 @@ class CountSketch:
         self.percent, self.rows, self.k_ratio = int(rate), int(rows), float(k_ratio)
         self.min_entries, self.scope, self.feedback = int(min_entries), scope, feedback
         self.hash_kind, self.topk = hash_kind, topk
+        self.step = 0  # updates compressed (the index of the last one's bytes + 1)
         self.error_feedback, self.decay, self.seed = bool(error_feedback), memory_decay, seed
         self.errors: dict[tuple[str, ...], torch.Tensor] = {}  # S_e per sketch
         self._warned: set[int] = set()
@@ -300,7 +301,7 @@ class CountSketch:
 
     def compress(self, update: Mapping[str, torch.Tensor]):
         update = checked_update(update)
-        self.step = getattr(self, "step", 0) + 1  # updates compressed (the bytes' index + 1)
+        self.step += 1
         ctx = {n: (tuple(t.shape), t.dtype, t.device) for n, t in update.items()}
         groups = self.groups({n: t.numel() for n, t in update.items()})
         grouped = {n for g in groups for n in g}

@@ -89,6 +89,7 @@ class PowerSGD:
         self.memory = memory
         self.generator = torch.Generator().manual_seed(int(seed))
         self.q_memory: dict[str, torch.Tensor] = {}
+        self.step = 0  # updates compressed (the index of the last one's bytes + 1)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> PowerSGD:
@@ -122,7 +123,7 @@ class PowerSGD:
 
     def compress(self, update: Mapping[str, torch.Tensor]):
         payload, ctx = {}, {}
-        self.step = getattr(self, "step", 0) + 1  # updates compressed (the bytes' index + 1)
+        self.step += 1
         for name, t in checked_update(update).items():
             t = t.detach()
             if self.memory is not None:
