@@ -110,14 +110,6 @@ def _wide(rows: pd.DataFrame, trajectories: pd.MultiIndex, what: str) -> dict[st
     return out
 
 
-def _units(trajectories: pd.MultiIndex) -> np.ndarray:
-    """Each trajectory's independent unit: its warm start with two or more, else itself."""
-    starts = trajectories.get_level_values("warm_start").to_numpy()
-    if np.unique(starts).size >= 2:
-        return starts
-    return np.arange(len(trajectories))
-
-
 def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc):
     """Per trajectory (low, high) ends of the loss and accuracy differences to the reference
     curve on ``kept_set`` at ``x`` bits, and what was used; or None and why not."""
@@ -182,7 +174,8 @@ def _question_rows(
             test[["warm_start", "seed"]].drop_duplicates().sort_values(["warm_start", "seed"])
         )
         t = _wide(test, trajectories, "the test configuration")
-        units = _units(trajectories)
+        # the design's units: warm starts where there are two or more, else trajectories
+        units = trajectories.get_level_values("warm_start").to_numpy()
         y_loss, y_acc = t["loss"][test_label], t["acc"][test_label]
         x = t["bits"][test_label]
         base = {
