@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -247,6 +248,42 @@ def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
         assert f"{item}_mlp.png" in names
     for table in ("T1", "T2", "T3", "T4"):
         assert f"{table}.tsv" in names
+
+
+def test_no_output_names_a_folder_of_the_machine(tiny_workdir: Path) -> None:
+    """Every table, the figures' PDF text (its streams inflated, the strings of its text
+    operators joined) and the report's files are free of the work folder's and the data's
+    absolute paths; the figure titles' data line (reporting.data_source_label) names the data
+    by its config key. Planted bug: the data's folder in the source line."""
+    from gradcomp.reporting import data_source_label
+
+    roots = [str(tiny_workdir), str(tiny_workdir.resolve())]
+    label = data_source_label(tiny_workdir / "results/data/cifar10.json")
+    assert "config key cifar10" in label and all(r not in label for r in roots)
+    tiny(tiny_workdir, "--report", "report.zip")
+    texts = {p.name: p.read_bytes() for p in sorted((tiny_workdir / "results/tables").glob("*"))}
+    for path in sorted((tiny_workdir / "results/figures").glob("*.pdf")):
+        raw = path.read_bytes()
+        streams = [_inflate(s) for s in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", raw, re.S)]
+        strings = b"".join(re.findall(rb"\(((?:[^()\\]|\\.)*)\)", b"".join(streams)))
+        texts[path.name] = raw + b"".join(streams) + strings
+    with zipfile.ZipFile(tiny_workdir / "report.zip") as z:
+        for name in z.namelist():
+            if name.endswith((".html", ".js", ".tsv", ".md", ".json", ".txt")):
+                texts[name] = z.read(name)
+    assert len(texts) > 20
+    for name, blob in texts.items():
+        for root in roots:
+            assert root.encode() not in blob, (name, root)
+
+
+def _inflate(data: bytes) -> bytes:
+    import zlib
+
+    try:
+        return zlib.decompress(data)
+    except zlib.error:
+        return b""
 
 
 def test_bad_config_stops_before_any_job(tiny_workdir: Path) -> None:

@@ -239,7 +239,11 @@ def prepare_cifar10(
         origin = "CIFAR-10 (original release, torchvision download)"
     else:
         fmt, folder = detect_format(Path(source))
-        origin = f"CIFAR-10 from local {fmt} copy {folder}"
+        # named by the config key and its kind, never by the path: outputs stay free of the
+        # machine's folders (the path is in this job's log)
+        kind = "torchvision batches" if fmt == "batches" else "image-folder"
+        origin = f"CIFAR-10, a local {kind} copy (config key {CONFIG_KEY})"
+        log.info("reading %s at %s", origin, folder)
     log.info("reading %s", origin)
     tensors = read_batches(folder) if fmt == "batches" else read_imagefolder(folder)
     _validate(tensors)
