@@ -33,6 +33,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/lossless.smk"
 include: "workflow/rules/lossy.smk"
 include: "workflow/rules/costs.smk"
+include: "workflow/rules/answers.smk"
 
 
 rule all:

@@ -248,6 +248,9 @@ def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
         assert f"{item}_mlp.png" in names
     for table in ("T1", "T2", "T3", "T4"):
         assert f"{table}.tsv" in names
+    answers = (tiny_workdir / "results/tables/answers.md").read_text()
+    assert "| question | the paper | this study |" in answers  # from the tiny run's tables
+    assert "GenNorm" in answers and "answers.md" in names
 
 
 def test_no_output_names_a_folder_of_the_machine(tiny_workdir: Path) -> None:

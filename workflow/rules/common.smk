@@ -252,5 +252,6 @@ COSTS = [f"results/tables/costs.{ext}" for ext in ("tsv", "md")]
 
 
 def all_targets():
-    """Every default target: both papers' figures and tables, and what they cost."""
-    return lossless_targets() + lossy_targets() + COSTS
+    """Every default target: both papers' figures and tables, their answers, what they
+    cost."""
+    return lossless_targets() + lossy_targets() + ["results/tables/answers.md"] + COSTS

@@ -1,0 +1,23 @@
+# Both papers' questions answered in one table (gradcomp.answers): results/tables/answers.md,
+# the README's table made from this run's tables.
+
+ANSWERS = ["results/tables/answers.md"]
+
+
+rule table_answers:
+    input:
+        t1="results/tables/T1.tsv",
+        t2="results/tables/T2.tsv",
+        verdicts="results/tables/verdicts.tsv",
+    output:
+        md=report("results/tables/answers.md", caption="../report/answers.rst", category="Answers"),
+    log:
+        "results/logs/tables/answers.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/table_answers.py"
