@@ -186,7 +186,7 @@ def test_whole_workflow_queues_only_the_heavy_jobs_and_equals_local(
     configs = ["--configfile", "tiny.yaml", "whole.yaml"]
     plan = run_snakemake(work, *configs, "-n", timeout=300)
     counts = job_counts(plan.stdout + plan.stderr)
-    assert {"figure_Y7", "table_T5", "table_costs"} | QUEUED_RULES <= set(counts)
+    assert {"figure_Y7", "table_T5", "table_costs", "table_answers"} | QUEUED_RULES <= set(counts)
     expected = sum(n for rule, n in counts.items() if rule in QUEUED_RULES)
     proc = run_snakemake(work, *configs, *SLURM_PROFILES, timeout=3000)
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", proc.stdout + proc.stderr)

@@ -4,6 +4,10 @@
 ANSWERS = ["results/tables/answers.md"]
 
 
+localrules:
+    table_answers,
+
+
 rule table_answers:
     input:
         t1="results/tables/T1.tsv",
