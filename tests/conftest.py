@@ -96,6 +96,32 @@ def run_snakemake(
     return proc
 
 
+def assert_readable(fig) -> None:
+    """Every visible text of ``fig`` (titles, labels, tick labels, legends) is at least 8 pt
+    at the saved size, and no two tick labels of one axis overlap (measured on the drawn
+    figure). Planted bugs that fail it: a legend at 6 pt, Y2's log-axis tick labels at
+    every decade of a narrow panel."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    small = [
+        (t.get_text()[:30], t.get_fontsize())
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_fontsize() < 8
+    ]
+    assert not small, f"text under 8 pt: {small[:5]}"
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            boxes = [
+                t.get_window_extent(renderer)
+                for t in axis.get_ticklabels()
+                if t.get_visible() and t.get_text().strip()
+            ]
+            for a, b in zip(boxes, boxes[1:], strict=False):
+                assert not a.overlaps(b), f"tick labels overlap on {ax.get_title()!r}"
+
+
 def assert_drawn_figure(png: Path) -> None:
     """``png`` (and the PDF beside it) hold a drawn figure: at least 400 x 250 pixels, not
     blank (over 2% of the pixels away from white) and with data in colour (over 0.1% of the

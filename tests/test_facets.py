@@ -13,10 +13,11 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from conftest import REPO  # noqa: E402
+from conftest import REPO, assert_readable  # noqa: E402
 from gradcomp import plots  # noqa: E402
 from gradcomp.compression.entries import entry_kind  # noqa: E402
 from gradcomp.lossy import facets, figures, figures_paired, styles  # noqa: E402
+from gradcomp.lossy.matched_bits import kept_set_of  # noqa: E402
 from gradcomp.study_pieces import compressor_variants  # noqa: E402
 
 
@@ -113,6 +114,7 @@ def test_paper_scale_figures_are_bounded(tmp_path, monkeypatch) -> None:
         for legend in fig.legends:
             worst = max(worst, legend.get_window_extent(renderer).height / tallest)
         seen[png.name if hasattr(png, "name") else str(png)] = (fig.get_size_inches()[0], worst)
+        assert_readable(fig)
         save(fig, png)
 
     monkeypatch.setattr(plots, "save_figure", measure)
@@ -122,8 +124,18 @@ def test_paper_scale_figures_are_bounded(tmp_path, monkeypatch) -> None:
         rounds, quantizers, out / "Y1.png", out / "Y2.png", out / "Y3.png", model="cnn"
     )
     figures_paired.figure_y6(tables, quantizers, out / "Y6.png", baseline="uniform", title="Y6")
-    figures_paired.figure_y7(tables, quantizers, out / "Y7.png", title="Y7", baseline="uniform")
-    assert sorted(seen) == ["Y1.png", "Y2.png", "Y3.png", "Y6.png", "Y7.png"]
+    default = yaml.safe_load((REPO / "config/config.yaml").read_text())["lossy"]
+    paper = yaml.safe_load((REPO / "config/paper.yaml").read_text())["lossy"]
+    kept = {}
+    for v in compressor_variants({**default, **paper}):
+        kept.setdefault(v.name, kept_set_of(v.spec))
+    parts = [suffix for suffix, _ in figures_paired.Y7_PARTS]
+    figures_paired.figure_y7(
+        tables, quantizers, {p: out / f"Y7{p}.png" for p in parts},
+        titles={p: f"Y7{p}" for p in parts}, kept_sets=kept, baseline="uniform",
+    )  # fmt: skip
+    assert sorted(seen) == ["Y1.png", "Y2.png", "Y3.png", "Y6.png", "Y7a.png", "Y7b.png",
+                            "Y7c.png"]  # fmt: skip
     for name, (width, legend_share) in seen.items():
         assert width <= 13.5, (name, width)
         assert legend_share <= 1.0, (name, legend_share)

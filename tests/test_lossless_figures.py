@@ -99,7 +99,27 @@ def test_l5_codes_take_their_family_colour(captured, tmp_path) -> None:
     ).to_csv(tmp_path / "positions.tsv", sep="\t", index=False)
     figure_l5([tmp_path / "coding.tsv"], tmp_path / "positions.tsv", "x.png", model="m")
     colours = legend_right_of_every_panel(captured[0])
+    headers = {"coder", "line", "code", "bound"}  # seaborn's sections: hue and style
+    colours = {k: v for k, v in colours.items() if k not in headers}
     assert set(colours) == set(lplots.CODER_COLORS) and "huffman_dweibull" not in colours
     for family in FAMILIES:
-        assert colours[f"huffman_{family}"] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
-    assert len(set(colours.values())) == len(colours)  # every coder its own colour
+        if f"huffman_{family}" in colours:
+            assert colours[f"huffman_{family}"] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
+    codes = {k: v for k, v in colours.items() if not lplots.is_bound(k)}
+    assert len(set(codes.values())) == len(codes)  # every code its own colour
+    for bound, code in lplots.BOUND_OF.items():  # a bound in its code's colour (dashed)
+        if bound in colours and code in colours:
+            assert colours[bound] == colours[code]
+
+
+def test_coder_colours_come_from_one_palette_and_never_drop_a_coder() -> None:
+    """Every coder gets a colour, a user's unknown one too; a user's colour is kept; codes
+    distinct, a family's code in the family's colour (planted bug: the old lookup in a fixed
+    table, which left an unknown coder out of L5)."""
+    names = ["lz78", "mine", "huffman_gennorm", "entropy", "huffman_empirical", "theirs"]
+    got = lplots.coder_colors(names, {"theirs": "#123456"})
+    assert list(got) == names and got["theirs"] == "#123456"
+    assert got["huffman_gennorm"] == lplots.FAMILY_COLORS["gennorm"]
+    assert got["entropy"] == got["huffman_empirical"]
+    codes = [got[n] for n in names if n != "entropy"]
+    assert len(set(codes)) == len(codes)

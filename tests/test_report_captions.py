@@ -74,3 +74,22 @@ def test_no_sentence_is_pasted_into_two_captions() -> None:
         if files[a] & files[b]
     ]
     assert not shared, shared
+
+
+FIGURE_CAPTIONS = sorted(p for p in REPORT.glob("[LY][0-9]*.rst"))
+
+
+@pytest.mark.parametrize("path", FIGURE_CAPTIONS, ids=lambda p: p.name)
+def test_every_figure_caption_says_what_to_look_at_and_what_the_paper_shows(path) -> None:
+    """A reader is told where to look and how the paper's own figure differs (planted bug:
+    a new figure's caption without either)."""
+    text = path.read_text()
+    assert "**Look at**" in text, path.name
+    assert re.search(r"\*\*(Paper [LY]|Neither paper)\*\*", text), path.name
+
+
+def test_every_figure_rule_has_a_caption_file() -> None:
+    rules = "\n".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
+    named = set(re.findall(r'caption="\.\./report/([A-Za-z0-9_]+\.rst)"', rules))
+    assert named and named <= {p.name for p in REPORT.glob("*.rst")}
+    assert {p.name for p in FIGURE_CAPTIONS} <= named

@@ -45,11 +45,25 @@ def test_one_colour_per_compressor_shaded_by_M(variants) -> None:
     over M the shade goes from light (smallest M: 60% towards white) to the full colour
     (planted bug: the shades reversed, or the colour indexed by rate)."""
     s = styles.variant_styles(variants, QUANTIZERS)
-    blue, red = "#1f77b4", "#d62728"  # matplotlib's first two tab10 colours
-    assert {s[("uniform", r, 0)].color for r in (2, 4)} == {blue}  # one M: the full colour
+    blue, red = "#0077bb", "#ee7733"  # the palette's first two (Tol's vibrant blue, orange)
+    assert {s[("uniform", r, 0)].color.lower() for r in (2, 4)} == {blue}  # one M: full colour
     for r in (2, 4):
-        assert s[("gennorm", r, 2)].color == red
-        assert s[("gennorm", r, 0)].color == light(red, 0.6)
+        assert s[("gennorm", r, 2)].color.lower() == red
+        assert s[("gennorm", r, 0)].color.lower() == light(red, 0.6)
+
+
+def test_entries_of_one_curve_share_its_colour(variants) -> None:
+    """With ``curves`` (name -> rate curve), a compressor joining another's curve takes that
+    curve's colour and the next curve the next colour (planted bug: a colour per entry, which
+    wrapped the default's 22 entries round a 12-colour palette)."""
+    rows = pd.concat([variants, pd.DataFrame({"compressor": ["uniformk10"], "rate": [2],
+                                               "M": [0]})])  # fmt: skip
+    quantizers = {"none": "none", "uniform": "uniform", "uniformk10": "uniform",
+                  "gennorm": "lloyd"}  # fmt: skip
+    s = styles.variant_styles(rows, quantizers, {"uniformk10": "uniform"})
+    assert s[("uniformk10", 2, 0)].color.lower() == s[("uniform", 2, 0)].color.lower()
+    assert s[("uniform", 2, 0)].color.lower() == "#0077bb"
+    assert s[("gennorm", 2, 2)].color.lower() == "#ee7733"
 
 
 def test_marker_and_line_per_rate_and_labels(variants) -> None:

@@ -110,7 +110,14 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     work = tmp_path / "wf"
     tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=20)  # 60 users + 30 pool
     (work / "mycompressors.py").write_text(doc_block("python"))  # importable from the workdir
-    compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["compressors"]
+    (work / "mine.yaml").write_text(doc_block("yaml"))
+    # the documented config file as given, on the default study: it plans without an error
+    # (planted bug: the example replacing the list, which left the defaults' questions,
+    # baseline and full runs naming compressors it no longer has)
+    plan = run_snakemake(work, "-n", "--cores", "1", "--configfile", "mine.yaml", "--config",
+                         f"cifar10={tree}")  # fmt: skip
+    assert "one_round_study" in plan.stdout + plan.stderr
+    compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["more_compressors"]
     reference = {"name": "none", "quantizer": "none"}  # the one-round study's trajectory
     study = {**TINY_CONFIG["lossy"]["distortion_study"], "compressor": "mine", "rate": 3, "M": 0}
     lossy = {

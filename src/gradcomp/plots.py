@@ -36,7 +36,7 @@ def save_figure(fig: plt.Figure, png_path: str | Path) -> None:
 
 def set_theme() -> None:
     """The seaborn look shared by every figure."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=0.9)
+    sns.set_theme(style="whitegrid", context="paper", font_scale=1.0)
 
 
 def legend_outside(
@@ -90,18 +90,20 @@ def plot_lines(
     reference: pd.DataFrame | None = None,
     col_wrap: int | None = None,
     palette: Mapping[str, str] | None = None,
+    style_order: Sequence[str] | None = None,
 ) -> None:
     """A generic line figure (mean and sd band over repeated rows) used by L5 and Y1-Y3, Y5.
 
     ``reference`` (optional, same ``x``/``y``/``col`` columns) is drawn as a
     black line in every panel, e.g. a rate-distortion bound. ``palette`` maps hue
-    values to colours; the legend sits outside the panels.
+    values to colours, ``style_order`` orders ``style``'s values (the first solid, the next
+    dashed); the legend sits outside the panels.
     """
     set_theme()
     grid = sns.relplot(
         data=data, x=x, y=y, hue=hue, col=col, style=style, kind="line", errorbar="sd",
         marker="o", height=3.0, aspect=1.3, hue_order=hue_order, col_wrap=col_wrap,
-        palette=palette, facet_kws={"sharey": False},
+        palette=palette, style_order=style_order, facet_kws={"sharey": False},
     )  # fmt: skip
     legend_outside(grid)
     if reference is not None:

@@ -20,7 +20,7 @@ from typing import Any
 from gradcomp.compression.entries import Variant, entry_kind
 from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, variant_label
 from gradcomp.lossy.matched_bits import kept_set_of
-from gradcomp.study_pieces import compressor_variants, freeze
+from gradcomp.study_pieces import compressor_entries, compressor_variants, freeze
 
 __all__ = ["DistortionStudy", "LossySection", "Question", "Verdicts", "build_lossy"]
 
@@ -183,7 +183,7 @@ def _baseline_errors(baseline: str, compressor_kinds: dict, variants: list[Varia
 def _model_specs(c: dict[str, Any], variants: list[Variant], errors: list[str]) -> dict:
     """(model, label) -> the variant's spec with the model's ``min_entries`` (where the kind
     takes one and the entry does not set it), each checked once."""
-    entries = {entry["name"]: entry for entry in c["compressors"]}
+    entries = {entry["name"]: entry for entry in compressor_entries(c)}
     out = {}
     for model in c["models"]:
         own = c["model_settings"].get(model, {}).get("min_entries")
@@ -290,7 +290,7 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     appended to ``errors`` as ``config key 'a.b': ...``."""
     c = config["lossy"]
     variants = compressor_variants(c)
-    compressor_kinds = {entry["name"]: entry_kind(entry) for entry in c["compressors"]}
+    compressor_kinds = {entry["name"]: entry_kind(entry) for entry in compressor_entries(c)}
     labels = {v.label for v in variants}
     full_runs = list(compressor_kinds) if c["full_runs"] is None else list(c["full_runs"])
     unknown = sorted(set(full_runs) - set(compressor_kinds) - labels)

@@ -24,6 +24,7 @@ from gradcomp.lossless.stream import SAMPLE, StreamSettings
 __all__ = [
     "CODER_PRESENTATION",
     "LOSSY_DEFAULTS",
+    "compressor_entries",
     "compressor_variants",
     "configured_coders",
     "freeze",
@@ -63,16 +64,29 @@ def plain(value: Any) -> Any:
     return value
 
 
+def compressor_entries(lossy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A ``lossy`` section's compressor entries: ``compressors``, then ``more_compressors``
+    (entries added to the list without repeating it)."""
+    return [*lossy.get("compressors", []), *lossy.get("more_compressors", [])]
+
+
+def _entry_key(lossy: Mapping[str, Any], index: int) -> str:
+    """The config key of entry ``index`` of :func:`compressor_entries`."""
+    n = len(lossy.get("compressors", []))
+    return f"lossy.compressors.{index}" if index < n else f"lossy.more_compressors.{index - n}"
+
+
 def compressor_variants(lossy: Mapping[str, Any]) -> list[Variant]:
-    """Every (name, rate, M) of a ``lossy`` section's ``compressors``, each with its checked
-    spec; :class:`ConfigError` naming the key of every bad entry."""
+    """Every (name, rate, M) of a ``lossy`` section's compressor entries
+    (:func:`compressor_entries`), each with its checked spec; :class:`ConfigError` naming
+    the key of every bad entry."""
     defaults = {k: lossy[k] for k in LOSSY_DEFAULTS if k in lossy}
     try:
-        return expand_entries(lossy.get("compressors", []), defaults)
+        return expand_entries(compressor_entries(lossy), defaults)
     except EntryError as err:
         lines = []
         for p in err.problems:
-            where = f"lossy.compressors.{p.index}" + (f".{p.key}" if p.key else "")
+            where = _entry_key(lossy, p.index) + (f".{p.key}" if p.key else "")
             lines.append(f"config key '{f'lossy.{p.key}' if p.inherited else where}': {p.message}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
 
@@ -99,21 +113,20 @@ def configured_coders(coding: Mapping[str, Any]) -> tuple[CoderSpec, ...]:
 def l5_coders(
     coding: Mapping[str, Any], coders: Sequence[CoderSpec]
 ) -> tuple[tuple[str, str], ...]:
-    """(name, colour) of the coders L5 draws, in order: the built-ins the plotting layer draws
-    (:data:`gradcomp.lossless.plots.CODER_COLORS`) and a user's coders with ``figure`` set."""
-    from gradcomp.lossless.plots import CODER_COLORS
+    """(name, colour) of the coders L5 draws, in order. ``coders: null`` (every built-in):
+    :data:`gradcomp.lossless.plots.L5_CODERS`; a list: every entry it names but a user's
+    with ``figure: false``. Colours from :func:`gradcomp.lossless.plots.coder_colors`, a
+    user's ``color`` where given; no coder is dropped for want of one."""
+    from gradcomp.lossless.plots import L5_CODERS, coder_colors
 
     entries = coding.get("coders")
     user = {e["name"]: e for e in entries or () if isinstance(e, Mapping)}
-    out = []
-    for coder in coders:
-        if coder.name in user:
-            entry = user[coder.name]
-            if entry.get("figure", True):
-                out.append((coder.name, str(entry.get("color", "0.3"))))
-        elif coder.name in CODER_COLORS:
-            out.append((coder.name, CODER_COLORS[coder.name]))
-    return tuple(out)
+    names = [c.name for c in coders]
+    if entries is None:
+        names = [n for n in names if n in L5_CODERS]
+    names = [n for n in names if user.get(n, {}).get("figure", True)]
+    given = {n: str(user[n]["color"]) for n in names if user.get(n, {}).get("color")}
+    return tuple(coder_colors(names, given).items())
 
 
 def streams(lossless: Mapping[str, Any], model: str) -> bool:

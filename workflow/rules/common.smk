@@ -232,16 +232,24 @@ def one_round_settings(wildcards):
     return {**settings, "rounds": LOSSY.one_round_rounds}
 
 
+def compressor_kept_sets():
+    """Compressor name -> the kept set of its first variant (Y7's parts)."""
+    out = {}
+    for v in LOSSY.variants:
+        out.setdefault(v.name, LOSSY.kept_sets[v.label])
+    return out
+
+
 def verdict_questions():
     """The primary questions as plain dicts (gradcomp.lossy.verdicts)."""
     return [dataclasses.asdict(q) for q in LOSSY.verdicts.questions]
 
 
 def lossy_targets():
-    """Y1-Y7 per model, as PNG and PDF, T3-T5."""
+    """Y1-Y6 and Y7a-Y7c per model, as PNG and PDF, T3-T5 and the verdicts."""
     out = []
     for model in LOSSY.models:
-        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7"):
+        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7a", "Y7b", "Y7c"):
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
     out += [f"results/tables/{t}.{ext}" for t in ("T3", "T4", "T5") for ext in ("tsv", "md")]
     out += [f"results/tables/verdicts.{ext}" for ext in ("tsv", "md")]

@@ -152,6 +152,7 @@ rule figure_L2:
         fits=lambda wc: figure_run_file(wc, "fits.tsv"),
         positions=POSITIONS_TSV,
         dump=lambda wc: figure_run_file(wc, f"grads/epoch{LOSSLESS.epochs}.safetensors"),
+        coding=lambda wc: figure_run_file(wc, "coding.tsv"),
         summary=CIFAR10_SUMMARY,
     output:
         png=report("results/figures/L2_{model}.png", caption="../report/L2.rst", category="Paper L", subcategory="{model}"),

@@ -133,6 +133,7 @@ rule figures_Y1_Y3:
         summary=CIFAR10_SUMMARY,
     params:
         compressor_kinds=plain(COMPRESSOR_KINDS),
+        curves=plain(LOSSY.curves),
     output:
         y1=report("results/figures/Y1_{model}.png", caption="../report/Y1.rst", category="Paper Y", subcategory="{model}"),
         y1_pdf="results/figures/Y1_{model}.pdf",
@@ -281,12 +282,17 @@ rule figure_Y7:
         tables=lambda wc: one_round_files(wc.model),
         summary=CIFAR10_SUMMARY,
     output:
-        png=report("results/figures/Y7_{model}.png", caption="../report/Y7.rst", category="Paper Y", subcategory="{model}"),
-        pdf="results/figures/Y7_{model}.pdf",
+        png_a=report("results/figures/Y7a_{model}.png", caption="../report/Y7a.rst", category="Paper Y", subcategory="{model}"),
+        pdf_a="results/figures/Y7a_{model}.pdf",
+        png_b=report("results/figures/Y7b_{model}.png", caption="../report/Y7b.rst", category="Paper Y", subcategory="{model}"),
+        pdf_b="results/figures/Y7b_{model}.pdf",
+        png_c=report("results/figures/Y7c_{model}.png", caption="../report/Y7c.rst", category="Paper Y", subcategory="{model}"),
+        pdf_c="results/figures/Y7c_{model}.pdf",
     params:
         compressor_kinds=plain(COMPRESSOR_KINDS),
         baseline=BASELINE,
         curves=plain(LOSSY.curves),
+        kept_sets=compressor_kept_sets(),
     log:
         "results/logs/figures/Y7_{model}.log",
     threads: 1

@@ -11,6 +11,7 @@ figure_l2(
     sm.input.positions,
     sm.input.dump,
     sm.output.png,
+    coding_tsv=sm.input.coding,
     model=sm.wildcards.model,
     kind=sm.params.kind,
     source=data_source_label(sm.input.summary),

@@ -14,8 +14,7 @@ figure_y6(
     pairable=list(sm.params.pairable),
     kept_sets=dict(sm.params.kept_sets),
     curves=dict(sm.params.curves),
-    title=f"Y6 {sm.wildcards.model}: every compressor on the same updates, one round at a time "
-    f"(mean and 95% interval over warm starts, seeds nested; *: differs from "
-    f"{sm.params.baseline} at the same R on the same kept set, Holm-adjusted)\n"
-    f"{data_source_label(sm.input.summary)}",
+    title=f"Y6 {sm.wildcards.model}: every compressor on the same updates, one round\n"
+    f"(95% intervals over warm starts; *: differs from {sm.params.baseline} at the same R, "
+    f"Holm-adjusted)\n{data_source_label(sm.input.summary)}",
 )

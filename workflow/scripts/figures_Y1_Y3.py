@@ -14,4 +14,5 @@ figures_y1_y3(
     sm.output.y3,
     model=sm.wildcards.model,
     source=data_source_label(sm.input.summary),
+    curves=dict(sm.params.curves),
 )

@@ -43,6 +43,16 @@ def build_compressor(
     A :class:`QuantizerPipeline` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
     else the quantizer's own ``entropy_coder`` method if it has one, else Huffman), else the
     ``compressor`` kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
+
+    Example: 2-bit uniform levels from min to max on the half of the entries largest in
+    magnitude (the rest are sent as zeros)::
+
+        >>> import torch
+        >>> c = build_compressor({"quantizer": "uniform", "rate": 2, "topk": 0.5,
+        ...                       "min_entries": 0})
+        >>> payload, ctx = c.compress({"w": torch.arange(-8.0, 8.0).reshape(4, 4)})
+        >>> c.decompress(payload, ctx)["w"][0].tolist()
+        [-8.0, -8.0, -8.0, -3.0]
     """
     s = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
     if s["class"] is not None:

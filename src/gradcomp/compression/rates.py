@@ -77,7 +77,12 @@ class RateBreakdown:
 
 
 def elias_gamma_bits(values: np.ndarray) -> int:
-    """Length of the Elias-gamma codes of positive integers: sum of 2 floor(log2 v) + 1."""
+    """Length of the Elias-gamma codes of positive integers: sum of 2 floor(log2 v) + 1.
+
+    >>> import numpy as np
+    >>> int(elias_gamma_bits(np.array([1, 2, 3, 4])))  # 1 + 3 + 3 + 5
+    12
+    """
     return int(np.sum(gamma_widths(values)))
 
 

@@ -194,6 +194,15 @@ def check_spec(spec: Mapping[str, Any]) -> CheckedSpec:
     The result has every key of :data:`SPEC_KEYS` (None where the kind does not take it);
     ``topk`` is the keep fraction actually used (``topk_budget_percent`` applied) or None when
     ``sparsifier`` is ``"none"``.
+
+    Example: an unknown key is refused by name, with the key it was likely meant to be::
+
+        >>> check_spec({"quantizer": "uniform", "rate": 2})["min_entries"]
+        1000
+        >>> check_spec({"quantizer": "uniform", "rate": 2, "topp": 0.1})
+        Traceback (most recent call last):
+        ...
+        gradcomp.compression.specs.SpecError: ...'topp': unknown key (did you mean 'topk'?)...
     """
     return CheckedSpec(_checked(spec), _CHECKED)
 
@@ -410,5 +419,9 @@ def _check_class(s: Mapping[str, Any]) -> dict[str, Any]:
 
 def variant_label(name: str, rate: int, M: int) -> str:
     """``{name}/R{rate}_M{M}``: a run's folder and a variant's label for people (tables carry
-    the name, rate and M as columns; nothing parses a label back)."""
+    the name, rate and M as columns; nothing parses a label back).
+
+    >>> variant_label("gennorm", 2, 0)
+    'gennorm/R2_M0'
+    """
     return f"{name}/R{rate}_M{M}"

@@ -150,7 +150,22 @@ def make_receiver(
     compressor sends: round r of a full run is r - 1) in a run seeded ``seed``, for
     compressor ``spec`` (checked here unless it is a
     :class:`~gradcomp.compression.specs.CheckedSpec`; its own seed is replaced by the user's,
-    :func:`~gradcomp.compression.specs.user_seed`) and updates of ``layout``."""
+    :func:`~gradcomp.compression.specs.user_seed`) and updates of ``layout``.
+
+    Example: the receiver of user 0's first update rebuilds the sender's values bit for bit::
+
+        >>> import torch
+        >>> from gradcomp.compression import build_compressor
+        >>> from gradcomp.compression.specs import check_spec, user_seed
+        >>> spec = {"quantizer": "uniform", "rate": 2, "topk": 0.5, "min_entries": 0}
+        >>> sender = build_compressor(check_spec(spec).with_seed(user_seed(3, 0)))
+        >>> update = {"w": torch.randn(8, 8, generator=torch.Generator().manual_seed(0))}
+        >>> payload, ctx = sender.compress(update)
+        >>> receiver = make_receiver(spec, UpdateLayout.of(update), seed=3, user=0, rnd=0)
+        >>> got = receiver.decode(encode_update(sender, payload, ctx))
+        >>> torch.equal(got["w"], sender.decompress(payload, ctx)["w"])
+        True
+    """
     checked = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
     own = checked.with_seed(user_seed(seed, user))
     if own["compressor"] is not None:

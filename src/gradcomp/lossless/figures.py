@@ -15,7 +15,6 @@ import pandas as pd
 
 from gradcomp import plots
 from gradcomp.artifacts import read_tables
-from gradcomp.coding.registry import builtin_specs
 from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.positions import read_with_positions
@@ -63,18 +62,49 @@ def figure_l2(
     *,
     model: str,
     kind: str,
+    coding_tsv: str | Path | None = None,
     source: str = "",
 ) -> None:
-    """L2: tail probabilities at one epoch (the last one by the workflow's choice)."""
+    """L2: tail probabilities at one epoch (the last one by the workflow's choice); with
+    ``coding_tsv`` (the same run's coding table) each panel names the bits per entry of the
+    Huffman code designed from each family (FP8 grid, raw scaling, exact accounting), the
+    shortest marked: what the fit's tail costs."""
     fits = read_with_positions([fits_tsv], [positions_tsv])
     dump = read_dump(dump_path)
     fits = fits[(fits["kind"] == kind) & (fits["epoch"] == dump.epoch)]
     where = _position_tensors(fits)
     samples = {p: dump.tensors[kind][t].numpy().ravel() for p, t in where.items()}
+    code_bits = None
+    if coding_tsv is not None:
+        code_bits = _family_code_bits(coding_tsv, where, kind=kind, epoch=dump.epoch)
     lplots.plot_tails(
-        samples, fits[fits["position"] != ""], png_path=png,
+        samples, fits[fits["position"] != ""], png_path=png, code_bits=code_bits,
         title=f"L2 {model}: tail P(|g| > t), epoch {dump.epoch}, {kind}{_source(source)}",
     )  # fmt: skip
+
+
+def _family_code_bits(
+    coding_tsv: str | Path, where: Mapping[str, str], *, kind: str, epoch: int
+) -> dict[str, dict[str, float]]:
+    """position -> family -> bits per entry of the Huffman code designed from that family's
+    fit (``huffman_<family>``) for the tensor at each position (``where``), at ``epoch`` and
+    ``kind``, raw scaling (else the table's first), exact accounting."""
+    columns = ["epoch", "kind", "tensor", "scaling", "accounting", "coder", "bits_per_entry"]
+    coding = pd.read_csv(coding_tsv, sep="\t", usecols=columns)
+    coding = coding[(coding["epoch"] == epoch) & (coding["kind"] == kind)
+                    & (coding["accounting"] == "exact")
+                    & coding["coder"].str.startswith("huffman_")]  # fmt: skip
+    if coding.empty:
+        return {}
+    scaling = "none" if "none" in set(coding["scaling"]) else coding["scaling"].iloc[0]
+    coding = coding[coding["scaling"] == scaling]
+    out = {}
+    for position, tensor in where.items():
+        rows = coding[coding["tensor"] == tensor]
+        out[position] = {c.removeprefix("huffman_"): float(b)
+                         for c, b in zip(rows["coder"], rows["bits_per_entry"], strict=True)
+                         if c.removeprefix("huffman_") in lplots.FAMILY_COLORS}  # fmt: skip
+    return out
 
 
 def figure_l3(
@@ -132,8 +162,7 @@ def figure_l5(
     its runs and epochs.
     """
     if coders is None:
-        names = builtin_specs().keys()
-        coders = {n: lplots.CODER_COLORS[n] for n in names if n in lplots.CODER_COLORS}
+        coders = lplots.CODER_COLORS
     positions = read_tables([positions_tsv])[["model", "tensor", "position"]]
     # one run's coding.tsv at a time (a paper-scale run's has ~10^6 rows): its lines and
     # the entry counts of the panel titles, for every scaling
@@ -144,10 +173,12 @@ def figure_l5(
     counts = pd.concat([p[1] for p in parts], ignore_index=True)
     data["size / FP8"] = data["total_bits"] / (8.0 * data["numel"])
     data["panel"] = data["position"].map(_range_labels(counts[counts["scaling"] == scaling]))
+    data["line"] = data["coder"].map(lambda c: "bound" if lplots.is_bound(c) else "code")
     plots.plot_lines(
         data, x="epoch", y="size / FP8", hue="coder", col="panel", png_path=png,
         hue_order=[c for c in coders if c in set(data["coder"])], col_wrap=2,
-        palette=dict(coders), xlabel="epoch", ylabel="compressed size / 8-bit FP8",
+        palette=dict(coders), style="line", style_order=["code", "bound"], xlabel="epoch",
+        ylabel="coded size / FP8 size",
         title=f"L5 {model}: lossless coding of FP8-quantized gradients, scaling {scaling} "
         f"(mean ± sd over {data['run'].nunique()} runs){_source(source)}",
     )  # fmt: skip

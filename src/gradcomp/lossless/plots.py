@@ -7,7 +7,7 @@ designed from it, :data:`CODER_COLORS`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -17,6 +17,7 @@ import seaborn as sns
 
 from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.lossless.positions import POSITIONS
+from gradcomp.palette import SERIES, assign
 from gradcomp.plots import legend_outside, save_figure, set_theme
 
 FAMILY_LABELS = {
@@ -25,25 +26,64 @@ FAMILY_LABELS = {
     "gennorm": "GenNorm",
     "dweibull": "double Weibull",
 }
-FAMILY_COLORS = {"norm": "C0", "laplace": "C2", "gennorm": "C3", "dweibull": "C4"}
-#: The built-in coders L5 draws and their colours, in the registry's order (a code designed
-#: from a fitted family in the family's colour; a bound near its coder's colour); the
-#: workflow draws the configured ones among them, and a user's coders with their own colours.
-CODER_COLORS = {
-    "lz78": "C1",
-    "zstd": "C5",
-    **{f"huffman_{f}": FAMILY_COLORS[f] for f in ("norm", "laplace", "gennorm")},
-    "huffman_empirical": "C7",
-    "entropy": "k",
-    "ans_gennorm_channel": "C6",
-    "entropy_channel": "purple",
-    "ans_context": "C9",
-    "entropy_context": "teal",
-    "cm_context": "darkred",
-    "cm_fast": "firebrick",
+#: A fitted family's colour in every L figure (and its model-designed codes' in L5).
+FAMILY_COLORS = {
+    "norm": SERIES[0],
+    "laplace": SERIES[1],
+    "gennorm": SERIES[2],
+    "dweibull": SERIES[5],
+}
+#: The coders L5 draws when ``lossless.coding.coders`` is null (every built-in is coded):
+#: the GenNorm code and its rivals, in registry order
+#: (:func:`gradcomp.coding.registry.builtin_specs`).
+L5_CODERS = (
+    "lz78", "zstd", "huffman_gennorm", "huffman_norm", "huffman_laplace", "huffman_empirical",
+    "entropy", "ans_gennorm_channel", "entropy_channel", "ans_context", "entropy_context",
+    "cm_context", "cm_fast",
+)  # fmt: skip
+#: A bound drawn dashed in the colour of the code it bounds.
+BOUND_OF = {
+    "entropy": "huffman_empirical",
+    "entropy_channel": "ans_gennorm_channel",
+    "entropy_context": "ans_context",
+    "kt_context": "ans_context",
+    **{f"xent_{f}": f"huffman_{f}" for f in FAMILY_COLORS},
 }
 #: L4's tensor positions, in colours no family uses.
-POSITION_COLORS = {"lower": "C8", "middle": "C5", "upper": "C9"}
+POSITION_COLORS = dict(
+    zip(POSITIONS, [c for c in SERIES if c not in FAMILY_COLORS.values()], strict=False)
+)
+
+
+def coder_colors(names: Sequence[str], given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Name -> colour of the coders ``names`` (in order): ``given`` as given (a user's
+    ``color``); a code designed from a fitted family (``huffman_gennorm``, ``ans_gennorm``) in
+    the family's colour; a bound (:data:`BOUND_OF`) in its code's; every other coder, a user's
+    unknown one included, the next free colour of :data:`gradcomp.palette.SERIES`.
+
+    >>> coder_colors(["huffman_gennorm", "zstd"])["huffman_gennorm"] == FAMILY_COLORS["gennorm"]
+    True
+    """
+    fixed = dict(given or {})
+    for name in names:
+        family = name.split("_", 1)[1] if name.startswith(("huffman_", "ans_")) else ""
+        if name not in fixed and family in FAMILY_COLORS:
+            fixed[name] = FAMILY_COLORS[family]
+    codes = [n for n in names if n not in BOUND_OF or BOUND_OF[n] not in names]
+    out = assign(codes, {**FAMILY_COLORS, **fixed})
+    for name in names:
+        if name not in out:
+            out[name] = out[BOUND_OF[name]]
+    return {n: out[n] for n in names}
+
+
+def is_bound(name: str) -> bool:
+    """Whether L5 draws ``name`` as a bound (dashed): an entropy or cross-entropy, no code."""
+    return name in BOUND_OF
+
+
+#: The default coders' colours (:func:`coder_colors` of :data:`L5_CODERS`).
+CODER_COLORS = coder_colors(L5_CODERS)
 
 
 def plot_histograms(
@@ -95,6 +135,12 @@ def plot_histograms(
                     f"{tensor}, epoch {epoch}" + (" (log)" if log_scale else ""), fontsize=8
                 )
                 ax.ticklabel_format(axis="x", style="sci", scilimits=(-2, 2))
+    for ax in axes[-1]:
+        ax.set_xlabel("gradient entry")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("density")
+    for ax in axes[:, 1]:
+        ax.set_ylabel("density (log)")
     legend_outside(fig, axes[0, 0])
     fig.suptitle(title)
     save_figure(fig, png_path)
@@ -106,10 +152,13 @@ def plot_tails(
     *,
     title: str,
     png_path: str | Path,
+    code_bits: Mapping[str, Mapping[str, float]] | None = None,
 ) -> None:
     """L2: tail probability ``P(|g| > t)`` of data and fitted models, log-log.
 
-    ``samples[position]`` holds one tensor's entries; ``fits`` its fit rows.
+    ``samples[position]`` holds one tensor's entries; ``fits`` its fit rows;
+    ``code_bits[position][family]`` (optional) the bits per entry of the code designed from
+    each family, written under the panel's title with the shortest marked.
     """
     set_theme()
     positions = [p for p in POSITIONS if p in samples]
@@ -134,10 +183,18 @@ def plot_tails(
                 label=FAMILY_LABELS.get(row["family"], row["family"]),
             )
         ax.set_ylim(0.3 / n, 1.5)
-        ax.set_xlabel("t")
+        ax.set_xlabel("t (gradient magnitude)")
         ax.set_ylabel("P(|g| > t)")
         tensor = rows["tensor"].iloc[0] if len(rows) else position
-        ax.set_title(f"{position}: {tensor}", fontsize=9)
+        panel = f"{position}: {tensor}"
+        bits = (code_bits or {}).get(position) or {}
+        if bits:
+            best = min(bits, key=bits.get)
+            panel += "\nHuffman code from the fit, bits/entry:\n" + ", ".join(
+                f"{FAMILY_LABELS.get(f, f)} {b:.3f}" + (" (best)" if f == best else "")
+                for f, b in sorted(bits.items(), key=lambda kv: kv[1])
+            )
+        ax.set_title(panel, fontsize=9)
     legend_outside(fig, axes[0, 0])
     fig.suptitle(title)
     save_figure(fig, png_path)
@@ -197,15 +254,17 @@ def plot_gennorm_parameters(fits: pd.DataFrame, *, title: str, png_path: str | P
             marker="o",
             ax=ax,
         )
-        ax.set_ylabel(f"GenNorm {param}")
+        ax.set_ylabel(
+            {"beta": "GenNorm beta (shape)", "scale": "GenNorm scale (gradient units)"}[param]
+        )
         ax.get_legend().remove()
     legend_outside(fig, axes[0])
     axes[1].set_yscale("log")
     axes[0].axhline(2.0, color="0.5", lw=0.8, ls=":")
-    axes[0].text(data["epoch"].min(), 2.0, " Norm (beta = 2)", va="bottom", fontsize=7, color="0.4")
+    axes[0].text(data["epoch"].min(), 2.0, " Norm (beta = 2)", va="bottom", fontsize=8, color="0.4")
     axes[0].axhline(1.0, color="0.5", lw=0.8, ls=":")
     axes[0].text(
-        data["epoch"].min(), 1.0, " Laplace (beta = 1)", va="bottom", fontsize=7, color="0.4"
+        data["epoch"].min(), 1.0, " Laplace (beta = 1)", va="bottom", fontsize=8, color="0.4"
     )
     fig.suptitle(title)
     save_figure(fig, png_path)

@@ -51,7 +51,7 @@ def grid(
     for ax in flat[n:]:
         ax.remove()
     for i, ax in enumerate(flat[:n]):
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         if i + cols >= n:  # lowest panel of its column: x tick labels even when shared
             ax.tick_params(labelbottom=True)
     return fig, flat[:n]
@@ -71,15 +71,17 @@ def family_legend(
     rates: bool = True,
     Ms: bool = True,
     extra: Sequence[Line2D] = (),
+    title: str | None = None,
 ) -> None:
-    """Title ``ax`` with compressor ``name`` and give it a legend that names its marks
-    instead of its variants: one entry per rate R (marker and line style) and one per M
-    (shade), at most len(R) + len(M) entries however many variants the panel holds
-    (``rates`` / ``Ms`` False: leave that part out, e.g. when it is the x axis); a single
-    variant gets its own label. ``extra``: further handles appended."""
+    """Title ``ax`` with compressor ``name`` (or ``title``) in its colour and give it a
+    legend that names its marks instead of its variants: one entry per rate R (marker and
+    line style) and one per M (shade), at most len(R) + len(M) entries however many variants
+    the panel holds (``rates`` / ``Ms`` False: leave that part out, e.g. when it is the x
+    axis); a single variant gets its own label. ``extra``: further handles appended. The
+    legend sits in one row between the title and the panel, off the data."""
     keys = sorted(set(keys), key=lambda k: (k[1], k[2]))
     full = styles[keys[-1]].color if keys else "0.3"
-    ax.set_title(name, fontsize=9, color=full)
+    ax.set_title(title or name, fontsize=9, color=full)
     handles = []
     rate_values = sorted({k[1] for k in keys})
     m_values = sorted({k[2] for k in keys})
@@ -99,6 +101,10 @@ def family_legend(
                 handles.append(Line2D([], [], color=style.color, lw=4, label=f"M{M}"))
     handles += list(extra)
     if handles:
-        ax.legend(handles=handles, fontsize=6, ncol=2 if len(handles) > 5 else 1,
-                  loc="best", framealpha=0.8, handlelength=2.2, borderpad=0.3,
-                  labelspacing=0.25, columnspacing=0.8)  # fmt: skip
+        ax.legend(handles=handles, fontsize=8, ncol=min(len(handles), 4),
+                  loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
+                  handlelength=1.8, borderpad=0.1, labelspacing=0.2, columnspacing=0.8,
+                  handletextpad=0.4)  # fmt: skip
+        ax.set_title(
+            ax.get_title(), fontsize=9, color=full, pad=6 + 12 * -(-len(handles) // 4)
+        )  # above the legend's rows

@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
 
 from gradcomp import plots
 from gradcomp.lossy import facets
@@ -25,13 +25,13 @@ from gradcomp.lossy.distortion_study import BOUND
 from gradcomp.lossy.paired import t_interval
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
-from gradcomp.lossy.styles import legend_outside, variant_styles
+from gradcomp.lossy.styles import is_reference, legend_outside, variant_styles
 
 
 def finish(fig: plt.Figure, axes, title: str, png: str | Path) -> None:
     """One legend right of ``axes`` for what every panel shares (the references), the
     title, and the PNG + PDF files."""
-    legend_outside(fig, axes, fontsize=7)
+    legend_outside(fig, axes, fontsize=8)
     fig.suptitle(title, fontsize=9, y=1.0, va="bottom")  # above the panels' own titles
     plots.save_figure(fig, png)
 
@@ -43,11 +43,13 @@ def config_order(rows: pd.DataFrame, quantizers: dict[str, str]) -> pd.DataFrame
     return rows.assign(_order=rank).sort_values(["_order", "rate", "M"], kind="stable")
 
 
-def _curves(data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False) -> None:
+def _curves(
+    data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False, curves=None
+) -> None:
     """Mean over seeds of ``y`` against ``x`` per variant: one panel per compressor with its
     rates and M, the references in every panel."""
     plots.set_theme()
-    styles = variant_styles(data, quantizers)
+    styles = variant_styles(data, quantizers, curves)
     names = facets.compressors(data, quantizers)
     refs = config_order(facets.references(data, quantizers), quantizers)
     fig, axes = facets.grid(len(names), sharex=True, sharey=True)
@@ -63,6 +65,8 @@ def _curves(data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False) 
         facets.family_legend(ax, name, keys, styles)
         if log_x:
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(base=10, numticks=4))
+            ax.xaxis.set_minor_formatter(NullFormatter())  # 2x10^6, 3x10^6, ... overlapped
         else:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.supxlabel(xlabel, fontsize=8)
@@ -79,92 +83,78 @@ def figures_y1_y3(
     *,
     model: str,
     source: str = "",
+    curves: dict[str, str] | None = None,
 ) -> None:
-    """Y1 accuracy vs round, Y2 accuracy vs cumulative uplink bits, Y3 per-bit accuracy vs M
-    (means over seeds; ``quantizers``: compressor name -> kind, in config order)."""
+    """Y1 accuracy vs round, Y2 accuracy vs cumulative uplink bits, Y3 per-bit accuracy
+    (means over seeds; ``quantizers``: compressor name -> kind, in config order; ``curves``:
+    name -> rate curve, one colour each)."""
     data = read_rounds(rounds_tsvs, quantizers)
     seeds = data["seed"].nunique()
     src = f"\n{source}" if source else ""
     _curves(
         data, quantizers, "round", "test_acc", xlabel="round", ylabel="test accuracy", png=png_y1,
+        curves=curves,
         title=f"Y1 {model}: test accuracy per round (mean over {seeds} seeds){src}",
     )  # fmt: skip
     sent = data[data["cumulative_bits_coded"] > 0]
     _curves(
         sent, quantizers, "cumulative_bits_coded", "test_acc", log_x=True, png=png_y2,
+        curves=curves,
         xlabel="cumulative uplink bits (all users, coded)", ylabel="test accuracy",
         title=f"Y2 {model}: test accuracy vs uplink bits (mean over {seeds} seeds){src}",
     )  # fmt: skip
     plot_per_bit_vs_m(
-        data, quantizers, png_y3,
+        data, quantizers, png_y3, curves=curves,
         title=f"Y3 {model}: per-bit accuracy after the last round "
         f"(mean and 95% interval over {seeds} seeds){src}",
     )  # fmt: skip
 
 
-def _own_handles(ax: plt.Axes) -> tuple[list, list[str]]:
-    """The error-bar containers of ``ax`` labelled "_name" (kept out of the shared legend)
-    and their names."""
-    own = [c for c in ax.containers if str(c.get_label()).startswith("_")]
-    return own, [str(c.get_label())[1:] for c in own]
+#: Y3's unit: accuracy points (percent) per megabit of coded uplink, from accuracy (a
+#: fraction) per bit.
+POINTS_PER_MBIT = 100.0 * 1e6
 
 
 def plot_per_bit_vs_m(
-    data: pd.DataFrame, quantizers: dict[str, str], png: str | Path, *, title: str
+    data: pd.DataFrame,
+    quantizers: dict[str, str],
+    png: str | Path,
+    *,
+    title: str,
+    curves: dict[str, str] | None = None,
 ) -> None:
-    """Y3: final-round per-bit accuracy (mean and 95% interval over seeds) against M, one
-    panel per compressor with several M and a line per rate; the compressors with one M
-    share a last panel against the rate R; the references as horizontal lines (and
-    interval bands) in every panel."""
+    """Y3: the final round's per-bit accuracy of every variant, in accuracy points per
+    megabit of coded uplink (all users, all rounds; mean and 95% interval over seeds), one
+    row per variant in config order (then R, then M, so a compressor's M sweep reads down its
+    rows), the uncompressed references as grey rows and their means as vertical lines."""
     plots.set_theme()
     final = data[data["round"] == data["round"].max()]
-    styles = variant_styles(final, quantizers)
-    names = facets.compressors(final, quantizers)
-    swept = [n for n in names if final.loc[final["compressor"] == n, "M"].nunique() > 1]
-    single = [n for n in names if n not in swept]
-    refs = config_order(facets.references(final, quantizers), quantizers)
-    fig, axes = facets.grid(len(swept) + bool(single), width=3.2, height=2.6)
-    for ax in axes:
-        for key, rows in refs.groupby(["compressor", "rate", "M"], sort=False):
-            mean, lo, hi = t_interval(rows["per_bit_acc_coded"])
-            style = styles[key]
-            ax.axhline(mean, color=style.color, ls=style.linestyle, lw=1.1, label=style.label)
-            if np.isfinite(lo):
-                ax.axhspan(lo, hi, color=style.color, alpha=0.08, lw=0)
-    for ax, name in zip(axes, swept, strict=False):
-        own = final[final["compressor"] == name]
-        for rate, rows in own.groupby("rate"):
-            stats = [(M, *t_interval(g["per_bit_acc_coded"])) for M, g in rows.groupby("M")]
-            Ms, mean, lo, hi = (np.array(v) for v in zip(*stats, strict=True))
-            style = styles[(name, rate, int(Ms[-1]))]
-            err = [mean - lo, hi - mean] if np.isfinite(lo).all() else None
-            ax.errorbar(Ms, mean, yerr=err, color=style.color, marker=style.marker,
-                        ls=style.linestyle, capsize=2, lw=1.3, ms=4, label="_")  # fmt: skip
-        keys = [(name, r, M) for r, M in zip(own["rate"], own["M"], strict=True)]
-        facets.family_legend(ax, name, keys, styles, Ms=False)
-        ax.set_xlabel("M (distortion weight |g|^M)", fontsize=8)
-        ax.set_xticks(sorted(own["M"].unique()))
-    if single:
-        ax = axes[-1]
-        for name in single:
-            for M, rows in final[final["compressor"] == name].groupby("M"):
-                stats = [(r, *t_interval(g["per_bit_acc_coded"])) for r, g in rows.groupby("rate")]
-                rates, mean, lo, hi = (np.array(v) for v in zip(*stats, strict=True))
-                style = styles[(name, int(rates[-1]), M)]
-                err = [mean - lo, hi - mean] if np.isfinite(lo).all() else None
-                ax.errorbar(
-                    rates, mean, yerr=err, color=style.color, marker="o", capsize=2, lw=1.1,
-                    ms=3.5, ls="-" if len(rates) > 1 else "none",
-                    label="_" + name + (f" M{M}" if M else ""),
-                )  # fmt: skip
-        handles, labels = _own_handles(ax)
-        ax.legend(handles, labels, fontsize=6, ncol=2 if len(handles) > 6 else 1,
-                  framealpha=0.8, labelspacing=0.25, columnspacing=0.8)  # fmt: skip
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("R (the compressor's rate knob)", fontsize=8)
-        ax.set_title("one M each: against R", fontsize=9)
-    fig.supylabel("per-bit accuracy (accuracy gain / bit)", fontsize=8)
-    finish(fig, axes, title, png)
+    styles = variant_styles(final, quantizers, curves)
+    rows = config_order(
+        final.groupby(["compressor", "rate", "M"], as_index=False).size(), quantizers
+    )
+    keys = list(zip(rows["compressor"], rows["rate"], rows["M"], strict=True))
+    fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.32 * len(keys)))
+    labels = []
+    for i, key in enumerate(keys):
+        at = final[(final["compressor"] == key[0]) & (final["rate"] == key[1])
+                   & (final["M"] == key[2])]  # fmt: skip
+        mean, lo, hi = (POINTS_PER_MBIT * v for v in t_interval(at["per_bit_acc_coded"]))
+        style = styles[key]
+        reference = is_reference(quantizers.get(key[0], key[0]))
+        ax.errorbar([mean], [i], xerr=[[mean - lo], [hi - mean]] if np.isfinite(lo) else None,
+                    color=style.color, marker=style.marker or "s", capsize=3, ms=5,
+                    ls="none")  # fmt: skip
+        if reference:
+            ax.axvline(mean, color=style.color, lw=0.8, ls=style.linestyle, zorder=0)
+        labels.append(style.label)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels(labels)
+    ax.set_ylim(len(keys) - 0.5, -0.5)
+    ax.axvline(0.0, color="0.6", lw=0.8)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("per-bit accuracy: accuracy points gained per Mbit of coded uplink")
+    finish(fig, [ax], title, png)
 
 
 def figure_y4(

@@ -12,17 +12,18 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from gradcomp import plots
 from gradcomp.compression.specs import variant_label
 from gradcomp.lossy import facets
-from gradcomp.lossy.figures import config_order, finish
+from gradcomp.lossy.figures import POINTS_PER_MBIT, config_order, finish
 from gradcomp.lossy.matched_bits import lower_hull
 from gradcomp.lossy.rate_curves import curve_points, drop_dominated
 from gradcomp.lossy.styles import variant_styles
 from gradcomp.lossy.tables import one_round_data, t4_table
 
-__all__ = ["figure_y6", "figure_y7"]
+__all__ = ["Y7_PARTS", "figure_y6", "figure_y7", "y7_panels"]
 
 
 def figure_y6(
@@ -50,20 +51,21 @@ def figure_y6(
                  curves=curves),
         quantizers,
     )  # fmt: skip
-    styles = variant_styles(data, quantizers)
+    styles = variant_styles(data, quantizers, curves)
     keys = list(zip(summary["compressor"], summary["rate"], summary["M"], strict=True))
     n = len(keys)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 1.4 + 0.16 * n), sharey=True, squeeze=False)
     axes = axes[0]
-    metrics = (
-        ("gain_per_bit", "gain_per_bit", "round's accuracy gain / bit"),
-        ("loss_increase", "test_loss", "test loss - uncompressed aggregate's"),
-    )
+    metrics = (  # (T4 column, its paired column, axis label, scale to the label's unit)
+        ("gain_per_bit", "gain_per_bit",
+         "round's accuracy gain per Mbit of uplink\n(accuracy points per Mbit)", POINTS_PER_MBIT),
+        ("loss_increase", "test_loss", "test loss - uncompressed aggregate's\n(nats)", 1.0),
+    )  # fmt: skip
     groups = summary["compressor"].ne(summary["compressor"].shift()).cumsum().to_numpy()
-    for ax, (metric, paired, xlabel) in zip(axes, metrics, strict=True):
+    for ax, (metric, paired, xlabel, scale) in zip(axes, metrics, strict=True):
         for i, (key, (_, r)) in enumerate(zip(keys, summary.iterrows(), strict=True)):
             style = styles[key]
-            mean, lo, hi = r[f"{metric}_mean"], r[f"{metric}_lo"], r[f"{metric}_hi"]
+            mean, lo, hi = (scale * r[f"{metric}_{end}"] for end in ("mean", "lo", "hi"))
             ax.errorbar(
                 [mean], [i], xerr=[[mean - lo], [hi - mean]] if np.isfinite(lo) else None,
                 color=style.color, marker=style.marker or "o", capsize=2, ls="none", ms=4,
@@ -75,14 +77,14 @@ def figure_y6(
                 ax.axhspan(i - 0.5, i + 0.5, color="0.93", lw=0, zorder=0)
         ax.axvline(0.0, color="0.6", lw=0.8)
         ax.set_xlabel(xlabel, fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         ax.grid(axis="y", visible=False)
     axes[0].set_yticks(range(n))
     # the knob beside the measured bits per entry it spends (coded, mean over seeds)
     bits = summary["bits_per_entry_mean"].to_numpy()
     axes[0].set_yticklabels(
         [f"{styles[k].label} ({b:.2g} b/entry)" for k, b in zip(keys, bits, strict=True)],
-        fontsize=7,
+        fontsize=8,
     )
     full = {k[0]: styles[k].color for k in sorted(keys, key=lambda k: k[2])}  # largest M
     for label, key in zip(axes[0].get_yticklabels(), keys, strict=True):
@@ -91,19 +93,17 @@ def figure_y6(
     finish(fig, axes, title, png)
 
 
-def _operational_curve(curves, names) -> list[tuple[float, tuple[float, float]]]:
+def _operational_curve(curves, names) -> list[tuple[float, float]]:
     """The lower convex hull over every configuration of the compressors ``names`` (mean
     bits, mean loss increase: :func:`gradcomp.lossy.matched_bits.lower_hull`, the verdicts'
-    ``frontier``), as (bits, (loss increase, accuracy change)) by bits; [] without points."""
-    points = [(t[0], t[2][0], t[3][0]) for (n, _), stats in curves.items() if n in names
-              for t in stats]  # fmt: skip
+    ``frontier``), as (bits, loss increase) by bits; [] without points."""
+    points = [(t[0], t[2][0]) for (n, _), stats in curves.items() if n in names for t in stats]
     if not points:
         return []
-    bits, loss, acc = (np.array(v) for v in zip(*points, strict=True))
+    bits, loss = (np.array(v) for v in zip(*points, strict=True))
     on = lower_hull(bits, loss)
     order = np.argsort(bits[on], kind="stable")
-    return [(b, (lo, ac)) for b, lo, ac in zip(bits[on][order], loss[on][order], acc[on][order],
-                                              strict=True)]  # fmt: skip
+    return list(zip(bits[on][order], loss[on][order], strict=True))
 
 
 def _interval(rows, column: str) -> tuple[float, float, float]:
@@ -115,26 +115,70 @@ def _interval(rows, column: str) -> tuple[float, float, float]:
     return t.mean, t.lo, t.hi
 
 
+#: Y7's parts, one question each: (file suffix, what its panels hold); the workflow writes
+#: ``Y7{suffix}_{model}.png`` for each.
+Y7_PARTS = (
+    ("a", "the quantizers on the baseline's kept set"),
+    ("b", "the dense compressors of the field"),
+    ("c", "the other kept sets"),
+)
+
+
+def y7_panels(
+    names: Sequence[str],
+    kept_sets: dict[str, str],
+    *,
+    baseline: str | None,
+    base_names: set[str],
+) -> dict[str, list[tuple[str, list[str]]]]:
+    """Y7's panels per part (:data:`Y7_PARTS`), each (title, compressors drawn in it):
+    part ``a`` the compressors on the baseline's kept set (the entries joining its curve in
+    one panel, the baseline's), ``b`` the dense ones, ``c`` every other kept set (the
+    baseline's curve on those sets in one panel). ``kept_sets``: compressor -> kept set
+    (:func:`gradcomp.lossy.matched_bits.kept_set_of`); ``names`` in config order.
+
+    >>> y7_panels(["u", "u10", "g", "q"], {"u": "top-K 45.2%", "u10": "top-K 10%",
+    ...     "g": "top-K 45.2%", "q": "dense"}, baseline="u", base_names={"u", "u10"})
+    {'a': [('u', ['u']), ('g', ['g'])], 'b': [('q', ['q'])], 'c': [('u: other kept sets', ['u10'])]}
+    """
+    home = kept_sets.get(baseline, "") if baseline is not None else ""
+    parts: dict[str, list[tuple[str, list[str]]]] = {suffix: [] for suffix, _ in Y7_PARTS}
+    joined = {"a": [], "c": []}
+    for name in names:
+        where = kept_sets.get(name, "")
+        part = "a" if where == home or not home else "b" if where == "dense" else "c"
+        if name in base_names and part != "b":
+            joined[part].append(name)
+            if joined[part] == [name]:
+                title = baseline if part == "a" else f"{baseline}: other kept sets"
+                parts[part].append((title, joined[part]))
+        else:
+            parts[part].append((name, [name]))
+    return parts
+
+
 def figure_y7(
     tables: Sequence[str | Path],
     quantizers: dict[str, str],
-    png: str | Path,
+    pngs: dict[str, str | Path],
     *,
-    title: str,
+    titles: dict[str, str],
+    kept_sets: dict[str, str] | None = None,
     baseline: str | None = None,
     curves: dict[str, str] | None = None,
 ) -> None:
-    """Y7: rate curves of the one-round study, a line per compressor and M through its
-    rates: the test-loss increase (upper block of panels) and accuracy change (lower block)
-    against the uncompressed aggregate, over the measured uplink bits per entry (coded, log
-    scale); mean and 95% interval over the design's units (warm starts, each the mean of its
-    seeds; :mod:`gradcomp.lossy.nested`). A configuration that another of its own curve beats
-    in mean bits and loss increase is drawn hollow, off its line. One panel per compressor
-    (its M as shades; the entries that join the baseline's curve all in the baseline's), with
-    the curve of ``baseline`` (every compressor that joins it
-    through ``curves``, dashed), its operational curve (the lower convex hull of all its
+    """Y7: rate curves of the one-round study in three parts (:data:`Y7_PARTS`; ``pngs`` and
+    ``titles``: suffix -> file, title), a line per compressor and M through its rates: the
+    test-loss increase against the uncompressed aggregate (nats: the verdicts' measure; the
+    accuracy of the same configurations is in T4 and Y6), over the measured uplink bits per
+    entry (coded, log scale); mean and 95% interval over the design's units (warm starts, each the
+    mean of its seeds; :mod:`gradcomp.lossy.nested`). A configuration that another of its
+    own curve beats in mean bits and loss increase is drawn hollow, off its line. Every
+    panel holds the curve of ``baseline`` (every compressor that joins it through
+    ``curves``, dashed), its operational curve (the lower convex hull of all its
     configurations, dotted: what the verdicts' ``frontier`` compares with) and the
-    references (grey points) in every panel."""
+    references (grey points). ``kept_sets``: compressor -> kept set (default: all on the
+    baseline's). A part without compressors says so in its one panel."""
     from gradcomp.lossy.paired import seed_means
 
     plots.set_theme()
@@ -144,43 +188,48 @@ def figure_y7(
     dominated = {lb for labels in drop_dominated(curve_points(per_seed, joins),
                                                  "loss_increase")[1].values()
                  for lb in labels.split(",")}  # fmt: skip
-    styles = variant_styles(data, quantizers)
-    metrics = (
-        ("loss_increase", "test loss - uncompressed aggregate's"),
-        ("acc_change", "test accuracy - uncompressed aggregate's"),
-    )
+    styles = variant_styles(data, quantizers, joins)
     base_curve = joins.get(baseline, baseline)
     base_names = {n for n in data["compressor"].unique() if joins.get(n, n) == base_curve}
-    curves = {}  # (name, M) -> bits per entry and (mean, lo, hi) per metric, by bits
+    stats = {}  # (name, M) -> bits per entry, rate and (mean, lo, hi) per metric, by bits
     for (name, M), curve in per_seed.groupby(["compressor", "M"]):
-        stats = sorted(
-            (at["bits_per_entry"].mean(), rate, *(_interval(at, m) for m, _ in metrics))
+        stats[(name, int(M))] = sorted(
+            (at["bits_per_entry"].mean(), rate, _interval(at, Y7_METRIC[0]))
             for rate, at in curve.groupby("rate")
         )
-        curves[(name, int(M))] = stats
-    front = _operational_curve(curves, base_names)
-    # the entries that join the baseline's curve are drawn in its panel, not in their own
-    names = [
-        n for n in facets.compressors(data, quantizers) if n == baseline or n not in base_names
-    ]
-    refs = [n for n in dict.fromkeys(config_order(facets.references(data, quantizers),
-                                              quantizers)["compressor"])]  # fmt: skip
-    per_block = max(len(names), 1)
-    cols = min(per_block, facets.MAX_COLS)
-    block_rows = -(-per_block // cols)
-    fig, grid = plt.subplots(2 * block_rows, cols, figsize=(3.0 * cols, 2.3 * 2 * block_rows),
-                             squeeze=False)  # fmt: skip
-    bits = [t[0] for stats in curves.values() for t in stats]
+    front = _operational_curve(stats, base_names)
+    names = facets.compressors(data, quantizers)
+    panels = y7_panels(names, dict(kept_sets or {}), baseline=baseline, base_names=base_names)
+    refs = list(dict.fromkeys(config_order(facets.references(data, quantizers),
+                                           quantizers)["compressor"]))  # fmt: skip
+    bits = [t[0] for curve in stats.values() for t in curve]
     xlim = (min(bits) / 1.3, max(bits) * 1.3)
-    kept = []
-    ref_marks = ["o", "s", "^", "D", "v"]
+    draw = _Y7Drawer(stats, styles, dominated, refs, baseline, base_names, front, xlim)
+    for suffix, _ in Y7_PARTS:
+        draw.figure(panels[suffix], titles[suffix], pngs[suffix])
 
-    def draw(ax, name, M, k, ls="-", **kw):
-        stats = curves[(name, M)]
+
+#: What Y7's panels plot: (column of the one-round tables, axis label).
+Y7_METRIC = ("loss_increase", "test loss - uncompressed aggregate's\n(nats; linear within ±0.01)")
+#: Y7's y axis: linear within +-Y7_LINEAR nats, logarithmic past it, ticks at Y7_TICKS.
+Y7_LINEAR = 0.01
+Y7_TICKS = (-0.1, -0.01, -0.005, 0.0, 0.005, 0.01, 0.1, 1.0)
+
+
+class _Y7Drawer:
+    """Draws one Y7 part: the shared curves, references and limits of every part."""
+
+    def __init__(self, stats, styles, dominated, refs, baseline, base_names, front, xlim):
+        self.stats, self.styles, self.dominated = stats, styles, dominated
+        self.refs, self.baseline, self.base_names = refs, baseline, base_names
+        self.front, self.xlim = front, xlim
+
+    def curve(self, ax, name, M, ls="-", bars=True, **kw):
+        stats = self.stats[(name, M)]
         x = np.array([t[0] for t in stats])
-        mean, lo, hi = (np.array([t[2 + k][j] for t in stats]) for j in range(3))
-        out = np.array([variant_label(name, t[1], M) in dominated for t in stats])
-        err = np.array([mean - lo, hi - mean]) if np.isfinite(lo).all() else None
+        mean, lo, hi = (np.array([t[2][j] for t in stats]) for j in range(3))
+        out = np.array([variant_label(name, t[1], M) in self.dominated for t in stats])
+        err = np.array([mean - lo, hi - mean]) if bars and np.isfinite(lo).all() else None
         on = ~out
         ax.errorbar(x[on], mean[on], yerr=None if err is None else err[:, on], capsize=2, ms=4,
                     ls=ls if on.sum() > 1 else "none", **kw)  # fmt: skip
@@ -189,37 +238,40 @@ def figure_y7(
             ax.errorbar(x[out], mean[out], yerr=None if err is None else err[:, out], capsize=2,
                         ms=4, ls="none", mfc="white", **kw)  # fmt: skip
 
-    for k, (_, ylabel) in enumerate(metrics):
-        block = grid[k * block_rows : (k + 1) * block_rows].ravel()
-        for ax in block[per_block:]:
-            ax.remove()
-        for ax, name in zip(block, names or ["references"], strict=False):
-            for j, ref in enumerate(refs):
-                for n, M in [c for c in curves if c[0] == ref]:
-                    style = styles[(ref, curves[(n, M)][0][1], M)]
-                    draw(ax, n, M, k, color=style.color, marker=ref_marks[j % len(ref_marks)],
-                         lw=1.0, label=ref)  # fmt: skip
-            if baseline is not None and name not in base_names:
-                for n, M in [c for c in curves if c[0] in base_names]:
-                    style = styles[(n, curves[(n, M)][0][1], M)]
-                    draw(ax, n, M, k, ls="--", color=style.color, marker="", lw=1.0,
-                         alpha=0.7, label=f"{baseline} (baseline)")  # fmt: skip
-                if front:
-                    ax.plot(*zip(*[(b, v[k]) for b, v in front], strict=True), color="0.15",
-                            ls=":", lw=1.6, label=f"{baseline}'s operational curve")  # fmt: skip
+    def figure(self, panels, title, png) -> None:
+        fig, axes = facets.grid(len(panels), width=3.3, height=2.7, sharey=True)
+        marks = ["o", "s", "^", "D", "v"]
+        if not panels:
+            axes[0].text(0.5, 0.5, "no compressor of this configuration\nfalls in this part",
+                         ha="center", va="center", transform=axes[0].transAxes)  # fmt: skip
+        for ax, (panel, own) in zip(axes, panels, strict=False):
+            for j, ref in enumerate(self.refs):
+                for n, M in [c for c in self.stats if c[0] == ref]:
+                    style = self.styles[(ref, self.stats[(n, M)][0][1], M)]
+                    self.curve(ax, n, M, color=style.color, marker=marks[j % len(marks)],
+                               lw=1.0, label=ref)  # fmt: skip
+            if self.baseline is not None and not set(own) <= self.base_names:
+                # the baseline's configurations as faint points, without their intervals
+                for n, M in [c for c in self.stats if c[0] in self.base_names]:
+                    self.curve(ax, n, M, ls="none", bars=False, color="0.55", marker=".",
+                               label=f"{self.baseline}'s configurations")  # fmt: skip
+            if self.front:
+                ax.plot(*zip(*self.front, strict=True), color="0.15", ls=":", lw=1.6,
+                        label=f"{self.baseline}'s operational curve")  # fmt: skip
             keys = []
-            own = base_names if name == baseline else {name}
-            for n, M in [c for c in curves if c[0] in own]:
-                first = styles[(n, curves[(n, M)][0][1], M)]
-                draw(ax, n, M, k, color=first.color, marker=first.marker or "o", lw=1.3)
-                keys += [(n, r, M) for _, r, *_ in curves[(n, M)]]
-            facets.family_legend(ax, name, keys, styles, rates=False)
+            for n, M in [c for c in self.stats if c[0] in own]:
+                first = self.styles[(n, self.stats[(n, M)][0][1], M)]
+                self.curve(ax, n, M, color=first.color, marker=first.marker or "o", lw=1.3)
+                keys += [(n, r, M) for _, r, *_ in self.stats[(n, M)]]
+            facets.family_legend(ax, own[0], keys, self.styles, rates=False, title=panel)
             ax.axhline(0.0, color="0.6", lw=0.8)
             ax.set_xscale("log")
-            ax.set_xlim(*xlim)
-            ax.tick_params(labelsize=7)
-            kept.append(ax)
-        for ax in block[:per_block:cols]:
-            ax.set_ylabel(ylabel, fontsize=7)
-    fig.supxlabel("measured uplink bits per entry (coded, all users)", fontsize=8)
-    finish(fig, kept, title, png)
+            ax.set_xlim(*self.xlim)
+            # linear within +-0.01 nats (where the quantizers differ), logarithmic past it
+            # (uniform at one bit per kept value loses ten times that)
+            ax.set_yscale("symlog", linthresh=Y7_LINEAR, linscale=1.5)
+            ax.yaxis.set_major_locator(FixedLocator(Y7_TICKS))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        fig.supylabel(Y7_METRIC[1], fontsize=9)
+        fig.supxlabel("measured uplink bits per entry (coded, all users)", fontsize=9)
+        finish(fig, axes, title, png)

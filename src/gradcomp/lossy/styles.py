@@ -1,7 +1,8 @@
-"""How a compressor variant looks in every paper-Y figure: one colour per compressor (config
-entry), graded from light to dark over its M values, one marker and line style per rate R;
-the uncompressed references in greys (past three: the greys again, dashed). Legends go
-outside the axes (:func:`gradcomp.plots.legend_outside`, re-exported here).
+"""How a compressor variant looks in every paper-Y figure: one colour per rate curve
+(:data:`gradcomp.palette.SERIES` in config order; the entries joining a curve share it),
+graded from light to dark over its M values, one marker and line style per rate R; the
+uncompressed references in greys (past three: the greys again, dashed). Legends go outside
+the axes (:func:`gradcomp.plots.legend_outside`, re-exported here).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import matplotlib.colors as mcolors
 import pandas as pd
 
+from gradcomp.palette import GREYS, MARKERS, SERIES
 from gradcomp.plots import legend_outside  # one placement for both papers' figures
 
 __all__ = ["REFERENCE", "Style", "is_reference", "legend_outside", "variant_styles"]
@@ -19,13 +21,9 @@ __all__ = ["REFERENCE", "Style", "is_reference", "legend_outside", "variant_styl
 #: Kinds that send the values uncompressed (float32, float16).
 REFERENCE = ("none", "float16")
 
-_PALETTE = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
-    "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173", "#e7ba52", "#3182bd",
-    "#31a354", "#ad494a", "#6b6ecf", "#8c6d31", "#ce6dbd",
-]  # fmt: skip
-_GREYS = ["#000000", "#555555", "#999999"]
-_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+_PALETTE = SERIES
+_GREYS = GREYS
+_MARKERS = MARKERS
 _LINES = ["-", "--", "-.", ":"]
 
 
@@ -61,16 +59,23 @@ def is_reference(quantizer: str) -> bool:
 
 
 def variant_styles(
-    variants: pd.DataFrame, quantizers: Mapping[str, str]
+    variants: pd.DataFrame,
+    quantizers: Mapping[str, str],
+    curves: Mapping[str, str] | None = None,
 ) -> dict[tuple[str, int, int], Style]:
     """``(compressor, rate, M) -> Style`` for the variants (columns compressor, rate, M);
-    ``quantizers`` (name -> kind, in config order) fixes each compressor's colour."""
+    ``quantizers`` (name -> kind, in config order) fixes each compressor's colour, and
+    ``curves`` (name -> the rate curve it joins, ``lossy.curves``) gives the compressors of
+    one curve one colour (the curve's first compressor's), so that the default's 11 curves
+    take 11 distinct colours of :data:`gradcomp.palette.SERIES`."""
     order = list(quantizers)
+    curve_of = dict(curves or {})
     rates = sorted(v for v, q in zip(variants["rate"], variants["compressor"], strict=True)
                    if not is_reference(quantizers.get(q, q)))  # fmt: skip
     rate_index = {r: i for i, r in enumerate(dict.fromkeys(rates))}
     refs = [n for n in order if is_reference(quantizers[n])]
-    others = [n for n in order if not is_reference(quantizers[n])]
+    others = list(dict.fromkeys(curve_of.get(n, n) for n in order
+                                if not is_reference(quantizers[n])))  # fmt: skip
     styles = {}
     for (name, rate, M), _ in variants.groupby(["compressor", "rate", "M"]):
         kind = quantizers.get(name, name)
@@ -80,7 +85,8 @@ def variant_styles(
             line = _LINES[(i // len(_GREYS)) % len(_LINES)]
             styles[(name, rate, M)] = Style(_GREYS[i % len(_GREYS)], "", line, name)
             continue
-        base = _PALETTE[(others.index(name) if name in others else 0) % len(_PALETTE)]
+        curve = curve_of.get(name, name)
+        base = _PALETTE[(others.index(curve) if curve in others else 0) % len(_PALETTE)]
         Ms = sorted(variants.loc[variants["compressor"] == name, "M"].unique())
         r = rate_index.get(rate, 0)
         label = f"{name} R{rate}" + (f" M{M}" if len(Ms) > 1 or kind == "lloyd" else "")

@@ -348,7 +348,15 @@ def amax_exponent(amax: float, unit_max: float) -> int:
 
 
 def get_grid(name: str, **kw: Any) -> GridQuantizer:
-    """Build a named grid: ``get_grid("fp8_e5m2")``, ``get_grid("uniform", bits=4, max_abs=.1)``."""
+    """Build a named grid: ``get_grid("fp8_e5m2")``, ``get_grid("uniform", bits=4, max_abs=.1)``.
+
+    Example: FP8 E5M2 (247 signed levels) rounds 0.1 to 0.09375 and 1000 to 1024::
+
+        >>> import numpy as np
+        >>> grid = get_grid("fp8_e5m2")
+        >>> grid.n_levels, grid.quantize(np.array([0.1, 1000.0])).tolist()
+        (247, [0.09375, 1024.0])
+    """
     try:
         factory = GRIDS[name]
     except KeyError:

@@ -148,6 +148,12 @@ def lloyd_design(
     symmetric; for peaked laws (GenNorm beta < 1, small M) the symmetric stationary
     point can be a saddle, and an asymmetric design with a level near 0 can be
     slightly better (e.g. beta = 0.8, L = 16, M = 0: 0.08917 vs 0.08924 s^2).
+
+    Example: one bit for a unit normal under squared error has levels +-sqrt(2/pi)::
+
+        >>> q = lloyd_design("norm", {"loc": 0.0, "scale": 1.0}, n_levels=2, M=0)
+        >>> [round(float(v), 4) for v in q.levels]
+        [-0.7979, 0.7979]
     """
     if n_levels < 1:
         raise ValueError("n_levels must be >= 1")
