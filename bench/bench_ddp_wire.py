@@ -8,7 +8,7 @@ the compute-only floor (a hook that returns the rank's own bucket: no exchange, 
 compressor can beat).
 
 Phase "time", once per link rate (``--rates``, Mbit/s): the ranks run inside a network
-namespace of their own whose loopback carries a tbf limit (:mod:`gradcomp.netns`; both ranks'
+namespace of their own whose loopback carries a tbf limit (`bench/netns.py`; both ranks'
 traffic shares the one filter, as on a shared medium; 1500-byte frames, a burst of 4 ms at the
 rate, no added delay, queue capped at 50 ms).
 Per model, ``--rounds`` rounds of every configuration, ``--steps`` timed steps each after
@@ -62,6 +62,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
+from netns import limited_command, link_limit_available  # bench/netns.py, beside this script
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel
 
@@ -69,7 +70,6 @@ from gradcomp.data import load_cifar10, prepare_cifar10
 from gradcomp.distributed import CompressionHookState, compression_hook
 from gradcomp.lossy.paired import seed_verdicts
 from gradcomp.models import build_model
-from gradcomp.netns import limited_command, link_limit_available
 from gradcomp.training import evaluate, to_float_batch
 
 WORLD = 2

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from gradcomp.compression.specs import check_spec, user_seed
+from gradcomp.compression.users import compressor_factory
 from gradcomp.compression.wire import UpdateLayout, encode_update
-from gradcomp.lossy.uplink import compressor_factory
 
 SEED, USER, RND = 3, 1, 2
 #: spec -> a wrong value of each of its own keys the receiver must share (rate and M where

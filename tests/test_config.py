@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from gradcomp.config import ConfigError, validate_config
+from gradcomp.study.config import ConfigError, validate_config
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 

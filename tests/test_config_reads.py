@@ -4,8 +4,8 @@ rule, script or library module reads a raw config key (``config[...]``, ``config
 report caption (workflow/report/*.rst: Snakemake renders them with Jinja, where
 ``snakemake.config`` is at hand); a caption names its config keys as text.
 
-The study layer (gradcomp.config validates the dict, gradcomp.study builds the study from
-it, with paper Y's section in gradcomp.study_lossy) is the one reader; the Snakefile's single
+The study layer (gradcomp.study.config validates the dict, gradcomp.study builds the study from
+it, with paper Y's section in gradcomp.study.lossy) is the one reader; the Snakefile's single
 ``load_study(config, ...)`` the one hand-over.
 """
 
@@ -21,9 +21,9 @@ from conftest import REPO
 #: ``config`` as a name that is indexed, has an attribute read, is called or handed on.
 RAW_READ = re.compile(r"(?<![\w.])(?:sm\.|snakemake\.)?config\s*(?:\[|\.|\(|,|\))")
 ALLOWED_MODULES = {
-    "src/gradcomp/config.py",
-    "src/gradcomp/study.py",
-    "src/gradcomp/study_lossy.py",
+    "src/gradcomp/study/config.py",
+    "src/gradcomp/study/build.py",
+    "src/gradcomp/study/lossy.py",
 }
 HAND_OVER = "STUDY = load_study(config, "
 #: A Jinja tag of a report caption, ``{{ ... }}`` or ``{% ... %}`` (over lines too).

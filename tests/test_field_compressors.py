@@ -24,8 +24,8 @@ from gradcomp.compression import (
     build_compressor,
     qsgd_variance_bound,
 )
-from gradcomp.config import ConfigError
-from gradcomp.study_pieces import compressor_variants
+from gradcomp.study.config import ConfigError
+from gradcomp.study.pieces import compressor_variants
 
 TRIALS = 3000
 

@@ -81,10 +81,10 @@ def test_cycle_finder_finds_a_planted_cycle() -> None:
 def test_no_import_cycle() -> None:
     """The study's pieces import compression.entries at module level, the schema check imports
     no compressor library, and nothing imports in a cycle (planted bug: specs importing
-    gradcomp.config inside a function again)."""
+    gradcomp.study.config inside a function again)."""
     graph = import_graph()
-    assert "gradcomp.compression.entries" in graph["gradcomp.study_pieces"]
-    assert not [m for m in graph["gradcomp.config"] if m.startswith("gradcomp.compression")]
+    assert "gradcomp.compression.entries" in graph["gradcomp.study.pieces"]
+    assert not [m for m in graph["gradcomp.study.config"] if m.startswith("gradcomp.compression")]
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -116,3 +116,55 @@ def test_every_module_imports_in_isolation() -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+PARSE = """
+import sys, yaml
+sys.path.insert(0, {src!r})
+from gradcomp.compression.specs import variant_label  # what the Snakefile imports
+from gradcomp.study.pieces import plain
+from gradcomp.study import load_study
+config = yaml.safe_load(open({config!r}))
+config["cifar10"] = "download"
+study = load_study(config, {schema!r})
+assert study.lossless.l5_coders, "L5's coders and colours are read at parse time"
+print(sorted(m for m in ("matplotlib", "seaborn") if m in sys.modules))
+"""
+
+
+def test_parsing_the_workflow_loads_no_plotting_library() -> None:
+    """The Snakefile's parse (its imports and the study built from the default config, L5's
+    coder colours included) loads neither matplotlib nor seaborn: the layers run one way, and
+    every ``snakemake`` call, a dry run too, stays cheap (planted bug: the coder colours read
+    from gradcomp.lossless.plots, which imports matplotlib)."""
+    code = PARSE.format(src=str(SRC), config=str(REPO / "config/config.yaml"),
+                        schema=str(REPO / "workflow/schemas/config.schema.yaml"))  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
+
+
+#: Layers that run one way: (importer prefix, imported prefix it must not reach, why).
+LAYERS = [
+    ("gradcomp.compression", "gradcomp.lossy", "compressors know no federated training"),
+    ("gradcomp.coding", "gradcomp.lossless", "coders know no study"),
+    ("gradcomp.distributed", "gradcomp.lossy", "the DDP hook builds its compressors from the "
+     "compression package, not from the federated training loop"),
+    ("gradcomp.study", "gradcomp.lossless.plots", "the config's parse draws nothing"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("importer", "banned", "why"), LAYERS, ids=[x[0] for x in LAYERS])
+def test_layers_import_one_way(importer: str, banned: str, why: str) -> None:
+    """No module under ``importer`` imports one under ``banned``, directly or through others
+    (planted bug: the DDP hook importing gradcomp.lossy.uplink for compressor_factory)."""
+    graph = import_graph()
+    for name in (n for n in graph if n == importer or n.startswith(importer)):
+        seen, todo = set(), [name]
+        while todo:
+            for dep in graph[todo.pop()] - seen:
+                seen.add(dep)
+                todo.append(dep)
+        reached = sorted(d for d in seen if d == banned or d.startswith(banned + "."))
+        assert not reached, f"{name} reaches {reached}: {why}"

@@ -96,7 +96,7 @@ def test_near_miss_keys_get_a_did_you_mean():
     """``rates`` in a spec (the library, the hook) and ``rate`` in a config entry point at
     each other; a config key one letter off is named."""
     from gradcomp.compression.entries import EntryError, expand_entries
-    from gradcomp.config import validate_config
+    from gradcomp.study.config import validate_config
 
     with pytest.raises(SpecError, match="did you mean 'rate'"):
         check_spec({"quantizer": "uniform", "rates": [2]})

@@ -17,11 +17,11 @@ from gradcomp.compression.lloyd_quantizer import FIT_TO
 from gradcomp.compression.memory import MEMORY_MODES
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.specs import SPARSIFIERS
-from gradcomp.config import validate_config
 from gradcomp.distributions import FAMILIES
 from gradcomp.errors import ConfigError
 from gradcomp.models import MODELS
 from gradcomp.study import DEFAULT_RESOURCES, build_study, load_study
+from gradcomp.study.config import validate_config
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -299,7 +299,7 @@ def test_entry_errors_speak_of_the_entry_and_the_study_names_the_key() -> None:
     the config key, ``lossy.<key>`` for a value the entry took over from the section (planted
     bugs: an inherited top-K blamed on the entry; the library naming the config's layout)."""
     from gradcomp.compression.entries import EntryError, expand_entries
-    from gradcomp.study_pieces import compressor_variants
+    from gradcomp.study.pieces import compressor_variants
 
     good = {"name": "u", "quantizer": "uniform", "rates": [2]}
     bad_rates = {"name": "v", "quantizer": "uniform", "rates": []}

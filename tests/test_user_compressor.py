@@ -14,8 +14,8 @@ import yaml
 
 from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
 from gradcomp.compression import build_compressor
-from gradcomp.config import ConfigError
-from gradcomp.study_pieces import compressor_variants
+from gradcomp.study.config import ConfigError
+from gradcomp.study.pieces import compressor_variants
 
 DOC = REPO / "docs" / "extending.md"
 
@@ -89,7 +89,8 @@ def test_docs_example_is_decoded_from_its_bytes_and_without_them_self_reported(u
     length: per tensor a float32 scale and `rate` bits per entry, padded to a byte. The same
     class without the pair runs too, its rows self-reported. Planted bug that fails it: a
     from_bytes that reads one scale for every tensor."""
-    from gradcomp.lossy.uplink import compressor_factory, send
+    from gradcomp.compression.users import compressor_factory
+    from gradcomp.lossy.uplink import send
 
     g = torch.Generator().manual_seed(0)
     update = {"w": torch.randn(7, 5, generator=g), "b": torch.randn(13, generator=g)}

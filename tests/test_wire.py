@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from gradcomp.compression import check_spec
 from gradcomp.compression.lloyd_quantizer import forget_designs
 from gradcomp.compression.sketch_hash import cached_hash
+from gradcomp.compression.users import compressor_factory
 from gradcomp.compression.wire import (
     HEADER_BYTES,
     RECORD_BYTES,
@@ -31,7 +32,6 @@ from gradcomp.compression.wire import (
     encode_update,
     make_receiver,
 )
-from gradcomp.lossy.uplink import compressor_factory
 
 SEED = 5
 MIN_ENTRIES = 16
@@ -454,3 +454,35 @@ def test_a_federated_run_decoded_from_bytes_trains_as_the_senders_reconstruction
     assert decoded.rounds[-1]["cumulative_bits_coded"] == sum(
         r["bits_coded"] for r in decoded.uplink
     )
+
+
+#: The codes given so far: the bytes of a past run decode only if they never change (a new
+#: kind gets a new code; this record grows, it is never edited).
+ASSIGNED = {
+    "none": 1, "float16": 2, "float8": 3, "uniform": 4, "lloyd": 5, "kmeans": 6,
+    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11,
+    "powersgd": 32, "count_sketch": 33,
+}  # fmt: skip
+
+
+def test_every_kind_has_one_stable_code_and_docs_wire_md_lists_it() -> None:
+    """Every registered quantizer and compressor kind has a header code, no two share one, a
+    code once given keeps its kind, and docs/wire.md's table is the same mapping (planted
+    bugs: a kind registered without a code, two kinds renumbered, the docs' table stale)."""
+    import re
+
+    from conftest import REPO
+    from gradcomp.compression.registry import QUANTIZERS
+    from gradcomp.compression.specs import COMPRESSORS
+    from gradcomp.compression.wire_records import KIND_CODES
+
+    missing = sorted((set(QUANTIZERS) | set(COMPRESSORS)) - set(KIND_CODES))
+    assert not missing, f"kinds without a wire code (wire_records.KIND_CODES): {missing}"
+    assert len(set(KIND_CODES.values())) == len(KIND_CODES)
+    assert all(0 < c < 256 for c in KIND_CODES.values())
+    changed = {k: (c, KIND_CODES.get(k)) for k, c in ASSIGNED.items() if KIND_CODES.get(k) != c}
+    assert not changed, f"assigned codes changed (old, new): {changed}"
+    table = (REPO / "docs/wire.md").read_text()
+    documented = {k: int(c) for k, c in re.findall(r"\| `(\w+)` \| (\d+) ", table)}
+    documented |= {k: int(c) for k, c in re.findall(r"\| `(\w+)` \| (\d+) \|$", table, re.M)}
+    assert documented == KIND_CODES

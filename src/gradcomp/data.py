@@ -146,11 +146,11 @@ def read_imagefolder(root: Path, *, threads: int = 4) -> dict[str, torch.Tensor]
             )
         files, labels = [], []
         for label, name in enumerate(CLASSES):
-            images = sorted(
+            class_files = sorted(
                 p for p in (split_dir / name).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES
             )
-            files += images
-            labels += [label] * len(images)
+            files += class_files
+            labels += [label] * len(class_files)
         log.info("decoding %d %s images from %s", len(files), split, split_dir)
         with ThreadPoolExecutor(threads) as pool:
             images = list(pool.map(_decode, files, chunksize=256))

@@ -30,14 +30,14 @@ from torch import nn
 NUM_CLASSES = 10
 
 
-def _he_uniform_(module: nn.Module) -> None:
+def _he_uniform_(module: nn.Conv2d | nn.Linear) -> None:
     """Keras' ``he_uniform`` (U(-sqrt(6/fan_in), +sqrt(6/fan_in))) and zero bias."""
     nn.init.kaiming_uniform_(module.weight, nonlinearity="relu")
     if module.bias is not None:
         nn.init.zeros_(module.bias)
 
 
-def _glorot_uniform_(module: nn.Module) -> None:
+def _glorot_uniform_(module: nn.Conv2d | nn.Linear) -> None:
     """Keras' default ``glorot_uniform`` and zero bias."""
     nn.init.xavier_uniform_(module.weight)
     if module.bias is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -55,7 +56,7 @@ def legend_outside(
     should be removed first. :func:`save_figure` keeps it in the saved files
     (``bbox_inches="tight"``).
     """
-    place = {"loc": "center left", "bbox_to_anchor": (1.0, 0.5), "frameon": False}
+    place: dict[str, Any] = {"loc": "center left", "bbox_to_anchor": (1.0, 0.5), "frameon": False}
     if fontsize is not None:
         place["fontsize"] = fontsize
     if isinstance(where, sns.FacetGrid):
@@ -64,8 +65,9 @@ def legend_outside(
         return
     if axes is None:
         raise TypeError("legend_outside: a figure needs the axes whose artists it labels")
-    handles: dict[str, object] = {}
-    for ax in [axes] if isinstance(axes, plt.Axes) else list(np.ravel(axes)):
+    handles: dict[str, matplotlib.artist.Artist] = {}
+    # numpy's stub takes no array of Axes (an object array)
+    for ax in [axes] if isinstance(axes, plt.Axes) else list(np.ravel(axes)):  # type: ignore[call-overload]
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
     if handles:

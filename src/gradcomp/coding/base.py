@@ -122,9 +122,9 @@ class Coder:
     accounting re-charges as one per magnitude symbol). Options are constructor keywords.
     """
 
-    name: ClassVar[str] = ""
+    name: str = ""  # a class attribute, which a coder with options sets per instance
     raw_signs: ClassVar[bool] = False
-    needs: ClassVar[tuple[str, ...]] = ()  # families whose fits the coder reads
+    needs: tuple[str, ...] = ()  # families whose fits the coder reads
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         raise NotImplementedError
@@ -139,9 +139,9 @@ class Bound:
     """A size without a decoder: an ideal code length, or a reference compressor's output.
     :meth:`bits` returns bits (float)."""
 
-    name: ClassVar[str] = ""
+    name: str = ""
     raw_signs: ClassVar[bool] = False
-    needs: ClassVar[tuple[str, ...]] = ()
+    needs: tuple[str, ...] = ()
 
     def bits(self, x: TensorSymbols) -> float:
         raise NotImplementedError

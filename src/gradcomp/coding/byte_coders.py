@@ -11,7 +11,7 @@ import bz2
 import lzma
 import zlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import brotli
 import numpy as np
@@ -33,7 +33,7 @@ from gradcomp.quantization.grids import GridQuantizer
 try:
     import zstandard
 except ImportError:  # pragma: no cover - depends on the environment
-    zstandard = None
+    zstandard = None  # type: ignore[assignment]  # optional module: None when absent
 
 __all__ = ["BytesCoder", "Fp8Coder", "Lz78Size", "ShuffledLzmaSize", "fp8_bytes", "from_fp8"]
 
@@ -85,7 +85,7 @@ class Fp8Coder(Coder):
         return 8 * c.numel, 0
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
-        return from_fp8(stream.payload[0], grid, stream.shape)
+        return from_fp8(cast(bytes, stream.payload[0]), grid, stream.shape)
 
 
 _METHODS = {

@@ -38,7 +38,7 @@ Units: symbols are the grid's signed symbols (int, shape (rows, cols)); sizes in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -235,7 +235,7 @@ def symbol_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return _SYMBOL_TABLES[key]
 
 
-_SYMBOL_TABLES: dict[tuple[str, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_SYMBOL_TABLES: dict[tuple[str | None, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def _make_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -289,9 +289,12 @@ class CMCoder(Coder):
     """Context-mixing binary arithmetic coder of one tensor; see the module docstring."""
 
     name = "cm_context"
-    # the message coder of this kind, one tensor a message
-    encode_message = staticmethod(encode_message)
-    decode_message = staticmethod(decode_message)
+    # the message coder of this kind, one tensor a message (from fresh statistics: a
+    # subclass's coder keeps statistics of its own kind)
+    encode_message: Callable[[Sequence[TensorSymbols]], bytes] = staticmethod(encode_message)
+    decode_message: Callable[
+        [bytes, Sequence[tuple[int, int]], GridQuantizer], list[np.ndarray]
+    ] = staticmethod(decode_message)
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         return Bitstream(side=(), payload=(self.encode_message([x]),), shape=x.shape)

@@ -186,6 +186,9 @@ class _Joint:
     a lane start); the step's entries are grouped by key and each group coded in blocks.
     """
 
+    _priors: dict[int, np.ndarray]  # set by keys(), for a step
+    _signs: np.ndarray | None
+
     def __init__(self, grid: GridQuantizer, rule: str) -> None:
         mag_of, state_of = _tables(grid)
         self.max2 = rule == "max2"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -90,8 +90,8 @@ def tensor_counts(
     mags = bin_index(v.abs().to(torch.float64), np.append(edges, grid.levels[-1]))
     if v.shape[0] > 1:
         mags += torch.arange(v.shape[0], device=v.device).unsqueeze(1) * (k + 1)
-    rows = torch.bincount(mags.reshape(-1), minlength=v.shape[0] * (k + 1))
-    rows = rows.reshape(v.shape[0], k + 1).cpu().numpy().astype(np.int64)
+    flat = torch.bincount(mags.reshape(-1), minlength=v.shape[0] * (k + 1))
+    rows = flat.reshape(v.shape[0], k + 1).cpu().numpy().astype(np.int64)
     n_saturated = int(rows[:, k].sum())
     rows[:, k - 1] += rows[:, k]
     rows = rows[:, :k]
@@ -120,7 +120,7 @@ def bin_index(x: Any, bounds: np.ndarray) -> Any:
         return torch.bucketize(x, torch.as_tensor(bounds, device=x.device), right=False)
     a = x.contiguous().numpy()
     key = a.view(np.int64) >> KEY_SHIFT
-    return torch.from_numpy(lo[key] + (a > top[key]))
+    return torch.from_numpy(lo[key] + (a > cast(np.ndarray, top)[key]))  # set with lo
 
 
 @functools.lru_cache(maxsize=16)

@@ -12,7 +12,7 @@ import brotli
 try:  # optional: only used for the zstd entry of general_purpose_bits
     import zstandard
 except ImportError:  # pragma: no cover - depends on the environment
-    zstandard = None
+    zstandard = None  # type: ignore[assignment]  # optional module: None when absent
 
 __all__ = [
     "LZMA_RAW_FILTERS", "brotli_max", "general_purpose_bits", "lzma_raw", "lzma_raw_decompress",

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import constriction
 import numpy as np
 import scipy.special
+from bitarray import bitarray
 
 from gradcomp.coding.ans import categorical_model
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols, sign_bits, with_signs
@@ -115,11 +116,11 @@ class GenNormChannelCoder(Coder):
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
         rows, cols = stream.shape
-        reader = BitReader(stream.side[0])
+        reader = BitReader(cast(bitarray, stream.side[0]))
         b, q = reader.read(BETA_BITS), reader.read(P0_BITS)
         j = np.array([reader.read(SCALE_BITS) for _ in range(rows)], dtype=np.int64)
         pmfs = channel_pmfs(grid, b, q)
-        words, signs = stream.payload
+        words, signs = cast(tuple[np.ndarray, bitarray], stream.payload)
         decoder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
         mags = np.zeros((rows, cols), dtype=np.int64)
         for g in np.unique(j):

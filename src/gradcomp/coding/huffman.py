@@ -290,7 +290,8 @@ class HuffmanCode:
                 self._encode_chunk_numpy(chunk, end - n_bits, words)
             base = end[-1]
         out = bitarray(endian="big")
-        out.frombytes(words.astype(">u8").view(np.uint8)[: (total + 7) >> 3])
+        # bitarray's stub takes bytes only; any buffer (this uint8 array) works
+        out.frombytes(words.astype(">u8").view(np.uint8)[: (total + 7) >> 3])  # type: ignore[arg-type]
         del out[total:]
         return out
 
@@ -349,14 +350,15 @@ class HuffmanCode:
     def _encode_chunk_bitarray(self, chunk: np.ndarray, start: int, words: np.ndarray) -> None:
         """Same for chunks holding codewords longer than 64 bits, via ``bitarray.encode``."""
         bits = zeros(start & 63, "big")
-        bits.encode(self.codewords, chunk.tolist())
+        # the stub wants dict[Any, bitarray] (invariant); frozenbitarray is a bitarray
+        bits.encode(self.codewords, chunk.tolist())  # type: ignore[arg-type]
         bits.extend(zeros(-len(bits) % 64, "big"))
         part = np.frombuffer(bits.tobytes(), dtype=">u8")
         words[(start >> 6) : (start >> 6) + part.size] |= part
 
     def _decodetree(self) -> decodetree:
         if self._tree is None:
-            self._tree = decodetree(self.codewords)
+            self._tree = decodetree(self.codewords)  # type: ignore[arg-type]  # as in encode
         return self._tree
 
     def decode(self, bits: bitarray, n: int) -> np.ndarray:

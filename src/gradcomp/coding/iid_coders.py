@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import constriction
 import numpy as np
@@ -135,8 +135,10 @@ class HuffmanModelCoder(_ModelCoder):
         return int(c.magnitudes @ lengths) + c.n_nonzero, len(side)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
-        code = HuffmanCode.from_pmf(model_pmf_of(read_fit(stream.side[0], self.family), grid))
-        bits, signs = stream.payload
+        code = HuffmanCode.from_pmf(
+            model_pmf_of(read_fit(cast(bitarray, stream.side[0]), self.family), grid)
+        )
+        bits, signs = cast(tuple[bitarray, bitarray], stream.payload)
         mags = code.decode(bits, int(np.prod(stream.shape))).reshape(stream.shape)
         return with_signs(grid, mags, signs)
 
@@ -173,8 +175,8 @@ class AnsModelCoder(_ModelCoder):
         return 32 * math.ceil((ideal + 16) / 32) + c.n_nonzero, len(side)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
-        pmf = model_pmf_of(read_fit(stream.side[0], self.family), grid)
-        words, signs = stream.payload
+        pmf = model_pmf_of(read_fit(cast(bitarray, stream.side[0]), self.family), grid)
+        words, signs = cast(tuple[np.ndarray, bitarray], stream.payload)
         decoder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
         mags = np.asarray(decoder.decode(categorical_model(pmf), int(np.prod(stream.shape))))
         return with_signs(grid, mags.astype(np.int64).reshape(stream.shape), signs)
@@ -205,9 +207,9 @@ class HuffmanEmpiricalCoder(Coder):
         return int(c.magnitudes @ lengths) + c.n_nonzero, code_table
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
-        reader = BitReader(stream.side[0])
+        reader = BitReader(cast(bitarray, stream.side[0]))
         w = reader.read(8)
         code = HuffmanCode([reader.read(w) for _ in range(grid.n_magnitudes)])
-        bits, signs = stream.payload
+        bits, signs = cast(tuple[bitarray, bitarray], stream.payload)
         mags = code.decode(bits, int(np.prod(stream.shape))).reshape(stream.shape)
         return with_signs(grid, mags, signs)

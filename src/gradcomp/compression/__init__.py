@@ -9,6 +9,8 @@ classes), :mod:`~gradcomp.compression.update_compression` (a whole update
 through one compressor: ``compress`` / ``decompress`` / ``rate``) and
 :mod:`~gradcomp.compression.specs` (checking compressors' plain-dict specs),
 :mod:`~gradcomp.compression.build` (building them),
+:mod:`~gradcomp.compression.users` (every user's compressor of a run, seeded apart, and the
+server's receivers),
 :mod:`~gradcomp.compression.entries` (config entries expanded into variants) and
 :mod:`~gradcomp.compression.protocol` (the interface a user's compressor implements).
 

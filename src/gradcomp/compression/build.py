@@ -66,7 +66,7 @@ def _built(s: CheckedSpec, fit_fn, entropy_coder) -> Any:
     if s["compressor"] is not None:
         return COMPRESSORS[s["compressor"]].from_spec(s)
     quantizer = make_quantizer(s, fit_fn=fit_fn)
-    sparsifier = None
+    sparsifier: TopK | RandomK | None = None
     if s["sparsifier"] == "topk":
         sparsifier = TopK(s["topk"])
     elif s["sparsifier"] == "randomk":

@@ -196,7 +196,7 @@ class CountSketch:
         self._warned: set[int] = set()
 
     @classmethod
-    def check_option(cls, key: str, value: object) -> str | None:
+    def check_option(cls, key: str, value: Any) -> str | None:
         """Why ``value`` is not valid for option ``key``, or None."""
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if key == "rows" and not (number and value == int(value) and value >= 1):

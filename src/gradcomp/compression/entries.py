@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.specs import (
@@ -88,7 +88,7 @@ class EntryProblem(NamedTuple):
     """What is wrong with entry ``index``: its ``key`` ("" for the entry as a whole), or a key
     of ``defaults`` it took over (``inherited``)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index, which it hides
     key: str
     message: str
     inherited: bool = False
@@ -107,7 +107,8 @@ def _kind_defaults(entry: Mapping[str, Any], defaults: Mapping[str, Any]) -> dic
     none for a user's class)."""
     if "class" in entry:
         return {}
-    cls = COMPRESSORS.get(entry.get("compressor"))
+    kind: Any = entry.get("compressor")  # None (no such class) for a quantizer entry
+    cls = COMPRESSORS.get(kind)
     if cls is None:
         return dict(defaults)
     takes = (*cls.spec_keys, *getattr(cls, "options", {}))
@@ -135,7 +136,7 @@ def _entry_problems(
     given = [k for k in SOURCE_KEYS if k in entry]
     if len(given) != 1:
         problems.append(EntryProblem(i, "", f"give exactly one of {', '.join(SOURCE_KEYS)}"))
-    kind = entry.get("quantizer")
+    kind: Any = entry.get("quantizer")  # None (no such class) for a compressor entry
     cls = QUANTIZERS.get(kind)
     if "quantizer" in entry and cls is None:
         problems.append(EntryProblem(i, "quantizer", f"{kind!r} is not one of {tuple(QUANTIZERS)}"))
@@ -183,7 +184,8 @@ def _entry_problems(
                 key = {"rate": "rates", "options": "class"}.get(err.key, err.key)
                 from_defaults = key not in entry and key in inherited
                 return [EntryProblem(i, key, err.message, from_defaults)], []
-            variants.append(Variant(name, int(rate or 0), int(M or 0), spec, curve))
+            # name: a str, checked above (a problem returns early)
+            variants.append(Variant(cast(str, name), int(rate or 0), int(M or 0), spec, curve))
     return [], variants
 
 

@@ -11,6 +11,8 @@ zero with M > 0) are clustered unweighted.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch
 
@@ -51,7 +53,7 @@ class KMeansQuantizer(ValueQuantizer):
         return level_values(self.kind, values, sent, {}, levels_sent=True)
 
     def write_side(self, q: QuantizedValues, w: FieldWriter) -> None:
-        w.array(q.levels.astype(np.float32), "f4")
+        w.array(cast(np.ndarray, q.levels).astype(np.float32), "f4")  # levels_sent
 
     def read_side(self, r: FieldReader, n: int, *, name: str, step: int) -> QuantizedValues:
         levels = r.array("f4", self.n_symbols(), "levels").astype(np.float64)

@@ -40,7 +40,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -270,9 +270,10 @@ class LloydQuantizer(ValueQuantizer):
             value_bits=level_bits(self.n_levels),
         )
 
-    def write_side(self, q: LloydValues, w: FieldWriter) -> None:
-        w.u8(int(q.fallback))
-        write_side_floats(w, q.side, UniformQuantizer.side_names if q.fallback else self.side_names)
+    def write_side(self, q: QuantizedValues, w: FieldWriter) -> None:
+        fallback = cast(LloydValues, q).fallback  # what this kind's encode returns
+        w.u8(int(fallback))
+        write_side_floats(w, q.side, UniformQuantizer.side_names if fallback else self.side_names)
 
     def read_side(self, r: FieldReader, n: int, *, name: str, step: int) -> LloydValues:
         return self.read_sides([(r, n, name, step)])[0]
@@ -297,8 +298,8 @@ class LloydQuantizer(ValueQuantizer):
                 try:
                     levels, _ = self._designed(side, name, step)
                 except (ValueError, ArithmeticError) as exc:
-                    names = ", ".join(self.side_names)
-                    raise r.error(names, f"no levels from {side}: {exc}") from None
+                    fields_read = ", ".join(self.side_names)
+                    raise r.error(fields_read, f"no levels from {side}: {exc}") from None
                 levels = np.sort(levels)
             out.append(LloydValues(self.kind, n, levels=levels, side=side, value_bits=bits,
                                    fallback=fallback))  # fmt: skip

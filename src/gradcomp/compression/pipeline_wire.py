@@ -22,7 +22,7 @@ Tensors with ``min_entries`` entries or fewer are the raw kind ``none`` (float32
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -58,10 +58,10 @@ def _where(name: str) -> str:
 def _write_positions(w: FieldWriter, method: str, indices: torch.Tensor | None, numel: int):
     if method == "bitmap":
         mask = np.zeros(numel, dtype=bool)
-        mask[indices.cpu().numpy()] = True
+        mask[cast(torch.Tensor, indices).cpu().numpy()] = True  # given for bitmap and gaps
         w.packed(np.packbits(mask), numel)
     elif method == "gaps":
-        idx = indices.cpu().numpy()
+        idx = cast(torch.Tensor, indices).cpu().numpy()
         w.u32(idx.size)
         w.gammas(np.diff(idx, prepend=-1))
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -63,11 +63,14 @@ class LowRank:
     def matrix(self) -> torch.Tensor:
         if self.raw is not None:
             return self.raw.to(torch.float64)
-        return self.p.to(torch.float64) @ self.q.to(torch.float64).T
+        p, q = cast(torch.Tensor, self.p), cast(torch.Tensor, self.q)  # set without raw
+        return p.to(torch.float64) @ q.to(torch.float64).T
 
     @property
     def numbers(self) -> int:
-        return self.raw.numel() if self.raw is not None else self.p.numel() + self.q.numel()
+        if self.raw is not None:
+            return self.raw.numel()
+        return cast(torch.Tensor, self.p).numel() + cast(torch.Tensor, self.q).numel()
 
 
 class PowerSGD:

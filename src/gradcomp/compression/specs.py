@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -180,11 +180,11 @@ def user_seed(seed: int, user: int) -> int:
     return 1000 * int(seed) + int(user)
 
 
-def is_number(v: Any) -> bool:
+def is_number(v: Any) -> TypeGuard[int | float | np.integer | np.floating]:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
-def is_int(v: Any) -> bool:
+def is_int(v: Any) -> TypeGuard[int | np.integer]:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
@@ -317,7 +317,7 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def _check_options(s: Mapping[str, Any], kind: str, cls: type) -> dict[str, Any]:
+def _check_options(s: Mapping[str, Any], kind: str, cls: type[Any]) -> dict[str, Any]:
     """The kind's own options (class attribute ``options``: key -> default), checked by the
     class's ``check_option``; another kind's option keys are refused."""
     takes = getattr(cls, "options", {})

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -53,7 +53,7 @@ class TrellisValues(QuantizedValues):
 
     @property
     def side_bits(self) -> int:
-        return self.state_bits + FLOAT_BITS * len(self.levels)
+        return self.state_bits + FLOAT_BITS * len(cast(np.ndarray, self.levels))  # always sent
 
 
 class TCQQuantizer(ValueQuantizer):
@@ -144,9 +144,9 @@ class TCQQuantizer(ValueQuantizer):
             value_bits=self.rate, levels_sent=True, state_bits=self.state_bits,
         )  # fmt: skip
 
-    def write_side(self, q: TrellisValues, w: FieldWriter) -> None:
+    def write_side(self, q: QuantizedValues, w: FieldWriter) -> None:
         w.u8(int(q.side["initial_state"]))
-        w.array(q.levels.astype(np.float32), "f4")
+        w.array(cast(np.ndarray, q.levels).astype(np.float32), "f4")
 
     def read_side(self, r: FieldReader, n: int, *, name: str, step: int) -> TrellisValues:
         state = r.u8("initial state")
@@ -156,7 +156,7 @@ class TCQQuantizer(ValueQuantizer):
         return self._values(n, state, levels)
 
     def decode(self, q: QuantizedValues, indices: torch.Tensor | None = None) -> torch.Tensor:
-        words = q.indices if indices is None else indices
+        words = cast(torch.Tensor, q.indices if indices is None else indices)
         device = words.device
         out = tcq_decode(words.cpu().numpy(), int(q.side["initial_state"]), q.levels, self.trellis)
         return torch.from_numpy(out).to(device)

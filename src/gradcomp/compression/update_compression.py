@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -214,7 +214,8 @@ class TensorCompressor:
         payload = TensorPayload(sel.indices, sel.method, sel.pos_bits, quantized, raw=self.raw)
         if self.huffman and quantized.indices is not None and quantized.n:
             idx = quantized.indices.cpu().numpy()
-            code = self.entropy_coder(np.bincount(idx, minlength=len(quantized.levels)))
+            n_levels = len(cast(np.ndarray, quantized.levels))  # a level kind's, with indices
+            code = self.entropy_coder(np.bincount(idx, minlength=n_levels))
             payload.bitstream, payload.code = code.encode(idx), code
         return payload, ctx
 

@@ -41,7 +41,7 @@ __all__ = [
 REQUIRED_METHODS = ("compress", "decompress", "rate")
 
 
-def load_class(path: Any) -> type:
+def load_class(path: Any) -> type[Any]:
     """The compressor class at ``"package.module:Class"``; ValueError saying what is wrong."""
     cls = import_class(path)
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -157,7 +157,7 @@ class ValueQuantizer:
         idx = q.indices if indices is None else indices
         if idx is not None:
             return LevelQuantizer.from_levels(q.levels).dequantize(idx)
-        return q.values.to(torch.float64)
+        return cast(torch.Tensor, q.values).to(torch.float64)  # a value kind's
 
     def n_symbols(self) -> int:
         """Alphabet size of the level indices a level kind sends (what a code table covers)."""
@@ -170,7 +170,7 @@ class ValueQuantizer:
 
     def encode_many(
         self, items: Sequence[tuple[torch.Tensor, str, Mapping[str, Any]]]
-    ) -> list[QuantizedValues]:
+    ) -> Sequence[QuantizedValues]:
         """:meth:`encode` of several tensors, ``(values, name, keyword arguments)`` each, the
         same results; a kind whose levels take work (a design per tensor) does that work for
         all of them at once."""
@@ -187,7 +187,7 @@ class ValueQuantizer:
 
     def read_sides(
         self, heads: Sequence[tuple[FieldReader, int, str, int]]
-    ) -> list[QuantizedValues]:
+    ) -> Sequence[QuantizedValues]:
         """:meth:`read_side` of several tensors' records, ``(reader, n, name, step)`` each, the
         same results (see :meth:`encode_many`)."""
         return [self.read_side(r, n, name=name, step=step) for r, n, name, step in heads]

@@ -310,6 +310,8 @@ def _fit_free_loc(
         return fit.loglik + fit.gain, n * ratio, fit.gain
 
     if not curv > 0:  # no pilot: the model's Fisher information of loc, else a robust spread
+        if fam.loc_information is None:  # unreachable: fit_power searches no loc without it
+            raise ValueError(f"{label}: {fam.name} has no free loc to search")
         scale = math.exp(fam.log_scale(start.theta, start.moments))
         curv = n * fam.loc_information(start.theta) / scale**2
         if not math.isfinite(curv):

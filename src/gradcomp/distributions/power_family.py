@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import optimize, special
@@ -147,7 +148,7 @@ class AbsDeviations:
         """Moments at the stored loc (see :meth:`set_loc`)."""
         sums = np.zeros(4)
         for sl in blocks(self.n):
-            self._accumulate(self.logs[sl], theta, sums)
+            self._accumulate(cast(np.ndarray, self.logs)[sl], theta, sums)
         return self._moments(theta, sums, self.log_ymax)
 
     def moments_and_score(
@@ -172,7 +173,7 @@ class AbsDeviations:
         s1 = s2 = 0.0
         for sl in blocks(self.n):
             w = self._w[: sl.stop - sl.start]
-            np.exp(self.logs[sl], out=w)
+            np.exp(cast(np.ndarray, self.logs)[sl], out=w)
             s1 += _sum(w)
             s2 += _sum(np.multiply(w, w, out=w))
         return (s1 / self.n) / math.sqrt(s2 / self.n)

@@ -38,6 +38,7 @@ import logging
 import math
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -138,7 +139,7 @@ def code_tensor(
     sign_change = grid.n_magnitudes - counts.n_nonzero if sign_per_symbol else 0
     rows = []
     for spec in specs:
-        coder = spec.build()
+        coder: Any = spec.build()  # a Coder or a Bound; spec says which, and if counted
         missing = [f for f in getattr(coder, "needs", ()) if f not in fits]
         if missing:
             raise ValueError(f"coder {spec.name} needs fits of {missing}")

@@ -70,7 +70,7 @@ def write_dump(
         save_file(flat, str(tmp), metadata=header)
 
 
-def read_dump(path: Path) -> GradientDump:
+def read_dump(path: str | Path) -> GradientDump:
     """Read a dump written by :func:`write_dump`."""
     with safe_open(str(path), framework="pt") as fh:
         header = fh.metadata() or {}

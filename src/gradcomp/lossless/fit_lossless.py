@@ -17,6 +17,7 @@ import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -62,7 +63,7 @@ def fit_tensor(
     label: str,
     seed: int = 0,
     zero_atom: bool = True,
-) -> list[dict[str, float]]:
+) -> list[dict[str, Any]]:
     """One row per family for one tensor: parameters, ``p0``, whether the shape ended on a
     bound (logged as a warning), log-likelihood and goodness of fit."""
     values = check_gradient(values, label)  # float64 once, shared by every fit and metric

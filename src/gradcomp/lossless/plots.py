@@ -2,12 +2,12 @@
 (L3) and the GenNorm parameters per epoch (L4). Each takes data already loaded and writes
 one figure with :func:`gradcomp.plots.save_figure`, its legend outside the panels. A family
 has the same colour in every L figure (:data:`FAMILY_COLORS`; in L5 the Huffman code
-designed from it, :data:`CODER_COLORS`).
+designed from it): :mod:`gradcomp.palette` defines every colour, this module draws.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -17,7 +17,15 @@ import seaborn as sns
 
 from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.lossless.positions import POSITIONS
-from gradcomp.palette import SERIES, assign
+from gradcomp.palette import (  # noqa: F401 (the L figures' colours, re-exported)
+    BOUND_OF,
+    CODER_COLORS,
+    FAMILY_COLORS,
+    L5_CODERS,
+    SERIES,
+    coder_colors,
+    is_bound,
+)
 from gradcomp.plots import legend_outside, save_figure, set_theme
 
 FAMILY_LABELS = {
@@ -26,64 +34,10 @@ FAMILY_LABELS = {
     "gennorm": "GenNorm",
     "dweibull": "double Weibull",
 }
-#: A fitted family's colour in every L figure (and its model-designed codes' in L5).
-FAMILY_COLORS = {
-    "norm": SERIES[0],
-    "laplace": SERIES[1],
-    "gennorm": SERIES[2],
-    "dweibull": SERIES[5],
-}
-#: The coders L5 draws when ``lossless.coding.coders`` is null (every built-in is coded):
-#: the GenNorm code and its rivals, in registry order
-#: (:func:`gradcomp.coding.registry.builtin_specs`).
-L5_CODERS = (
-    "lz78", "zstd", "huffman_gennorm", "huffman_norm", "huffman_laplace", "huffman_empirical",
-    "entropy", "ans_gennorm_channel", "entropy_channel", "ans_context", "entropy_context",
-    "cm_context", "cm_fast",
-)  # fmt: skip
-#: A bound drawn dashed in the colour of the code it bounds.
-BOUND_OF = {
-    "entropy": "huffman_empirical",
-    "entropy_channel": "ans_gennorm_channel",
-    "entropy_context": "ans_context",
-    "kt_context": "ans_context",
-    **{f"xent_{f}": f"huffman_{f}" for f in FAMILY_COLORS},
-}
 #: L4's tensor positions, in colours no family uses.
 POSITION_COLORS = dict(
     zip(POSITIONS, [c for c in SERIES if c not in FAMILY_COLORS.values()], strict=False)
 )
-
-
-def coder_colors(names: Sequence[str], given: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Name -> colour of the coders ``names`` (in order): ``given`` as given (a user's
-    ``color``); a code designed from a fitted family (``huffman_gennorm``, ``ans_gennorm``) in
-    the family's colour; a bound (:data:`BOUND_OF`) in its code's; every other coder, a user's
-    unknown one included, the next free colour of :data:`gradcomp.palette.SERIES`.
-
-    >>> coder_colors(["huffman_gennorm", "zstd"])["huffman_gennorm"] == FAMILY_COLORS["gennorm"]
-    True
-    """
-    fixed = dict(given or {})
-    for name in names:
-        family = name.split("_", 1)[1] if name.startswith(("huffman_", "ans_")) else ""
-        if name not in fixed and family in FAMILY_COLORS:
-            fixed[name] = FAMILY_COLORS[family]
-    codes = [n for n in names if n not in BOUND_OF or BOUND_OF[n] not in names]
-    out = assign(codes, {**FAMILY_COLORS, **fixed})
-    for name in names:
-        if name not in out:
-            out[name] = out[BOUND_OF[name]]
-    return {n: out[n] for n in names}
-
-
-def is_bound(name: str) -> bool:
-    """Whether L5 draws ``name`` as a bound (dashed): an entropy or cross-entropy, no code."""
-    return name in BOUND_OF
-
-
-#: The default coders' colours (:func:`coder_colors` of :data:`L5_CODERS`).
-CODER_COLORS = coder_colors(L5_CODERS)
 
 
 def plot_histograms(
@@ -189,7 +143,7 @@ def plot_tails(
         panel = f"{position}: {tensor}"
         bits = (code_bits or {}).get(position) or {}
         if bits:
-            best = min(bits, key=bits.get)
+            best = min(bits, key=lambda f: bits[f])
             panel += "\nHuffman code from the fit, bits/entry:\n" + ", ".join(
                 f"{FAMILY_LABELS.get(f, f)} {b:.3f}" + (" (best)" if f == best else "")
                 for f, b in sorted(bits.items(), key=lambda kv: kv[1])

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -132,13 +133,16 @@ class GradientAccumulator:
     def add(self) -> None:
         """Add the gradients now in ``.grad`` (call after ``backward``)."""
         for name, p in self.params.items():
-            self.sums[name].add_(p.grad)
+            self.sums[name].add_(cast(torch.Tensor, p.grad))  # set by backward
         self.n_batches += 1
 
     def result(self) -> dict[str, dict[str, torch.Tensor]]:
         """``{"epoch_avg": ..., "last_batch": ...}`` as float32 tensors (standard layout)."""
         avg = {n: (s / self.n_batches).float().contiguous() for n, s in self.sums.items()}
-        last = {n: p.grad.detach().float().contiguous() for n, p in self.params.items()}
+        last = {
+            n: cast(torch.Tensor, p.grad).detach().float().contiguous()
+            for n, p in self.params.items()
+        }
         return dict(zip(DUMP_KINDS, (avg, last), strict=True))
 
 
@@ -341,7 +345,7 @@ def train_with_dumps(
 
 def train_lossless(
     data_path: Path,
-    settings: dict[str, object],
+    settings: dict[str, Any],
     *,
     dump_paths: list[Path],
     log_path: Path,

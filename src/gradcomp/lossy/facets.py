@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -57,7 +58,7 @@ def grid(
     return fig, flat[:n]
 
 
-def unlabelled(style: Style) -> dict[str, object]:
+def unlabelled(style: Style) -> dict[str, Any]:
     """``style.line()`` without a legend entry (the panel's legend names rates and M)."""
     return {**style.line(), "label": f"_{style.label}"}
 

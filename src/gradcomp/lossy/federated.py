@@ -8,7 +8,7 @@
    compresses ``delta_u`` to bytes and is charged their bits (:mod:`gradcomp.lossy.uplink`);
 3. the server decodes each user's bytes (a receiver built from the spec, the layout, the
    seeds and the round, when ``make_compressor`` has a ``receiver``, as
-   :func:`~gradcomp.lossy.uplink.compressor_factory`'s does) and aggregates
+   :func:`~gradcomp.compression.users.compressor_factory`'s does) and aggregates
    ``w <- w_c + sum_u (n_u / n) delta_hat_u``;
 4. the global model is evaluated on the test set.
 
@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -215,7 +215,7 @@ class FederatedResult:
     """
 
     rounds: list[dict[str, Any]]
-    uplink: list[dict[str, int]]
+    uplink: list[dict[str, int | str]]
     snapshot: dict[str, dict[str, torch.Tensor]]
     final_state: dict[str, torch.Tensor] = field(repr=False)
     kept: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -234,7 +234,7 @@ def run_federated(
 
     ``make_compressor(u)`` is called once per user ``u`` before the first round; that
     object compresses all of the user's updates. With a ``make_compressor.receiver(u,
-    step)`` (:class:`~gradcomp.lossy.uplink.UserCompressors`) the server decodes round r's
+    step)`` (:class:`~gradcomp.compression.users.UserCompressors`) the server decodes round r's
     update from its bytes (step r - 1); without, the bits are the compressor's own.
     ``executor`` maps the local training over users when the optimizer state is fresh
     (default: sequential); ``initial_state``: the warm start's weights (default: the model's
@@ -268,7 +268,7 @@ def run_federated(
         }
     ]  # fmt: skip
     log.info("round 0/%d  test acc %.4f  loss %.4f", settings.rounds, test_acc, test_loss)
-    uplink: list[dict[str, int]] = []
+    uplink: list[dict[str, int | str]] = []
     kept: list[dict[str, Any]] = []
     snapshot: dict[str, dict[str, torch.Tensor]] = {"before": {}, "after": {}, "kept": {}}
     cumulative = dict.fromkeys(SUMMED_BITS, 0)
@@ -289,8 +289,8 @@ def run_federated(
             uplink.append(sent.row)
             kept += kept_rows(rnd, outcome.user, kept_masks(sent.recon, sent.kept))
             for b in SUMMED_BITS:
-                bits[b] += sent.row[b]
-            sources.add(sent.row["bits_source"])
+                bits[b] += cast(int, sent.row[b])
+            sources.add(cast(str, sent.row["bits_source"]))  # the row's one str column
             recons.append(sent.recon)
             if rnd == settings.rounds and outcome.user == 0:
                 snapshot = update_snapshot(update, sent.recon, sent.kept)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from gradcomp.compression.users import compressor_factory
 from gradcomp.data import load_cifar10
 from gradcomp.lossy.federated import FederatedResult, FederatedSettings, run_federated
 from gradcomp.lossy.run_files import save_snapshot, write_rounds
-from gradcomp.lossy.uplink import compressor_factory
 from gradcomp.lossy.warm_start import load_warm_start
 
 __all__ = ["federated_stage"]
@@ -18,7 +19,7 @@ __all__ = ["federated_stage"]
 
 def federated_stage(
     data_path: Path,
-    settings: dict[str, object],
+    settings: dict[str, Any],
     spec: Mapping[str, object],
     *,
     identity: Mapping[str, object],
@@ -31,7 +32,8 @@ def federated_stage(
     device: str = "cpu",
 ) -> FederatedResult:
     """The ``federated`` stage: one run of :func:`~gradcomp.lossy.federated.run_federated`
-    with the compressor ``spec`` (one per user, :func:`gradcomp.lossy.uplink.compressor_factory`),
+    with the compressor ``spec`` (one per user,
+    :func:`gradcomp.compression.users.compressor_factory`),
     and its files (``kept_tsv``: the per-round, per-user, per-tensor kept fractions, if given),
     whose rows carry the run's model and seed (from ``settings``) and ``identity``'s
     compressor, rate, M and warm start.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -130,7 +131,7 @@ def y7_panels(
     *,
     baseline: str | None,
     base_names: set[str],
-) -> dict[str, list[tuple[str, list[str]]]]:
+) -> dict[str, list[tuple[str | None, list[str]]]]:
     """Y7's panels per part (:data:`Y7_PARTS`), each (title, compressors drawn in it):
     part ``a`` the compressors on the baseline's kept set (the entries joining its curve in
     one panel, the baseline's), ``b`` the dense ones, ``c`` every other kept set (the
@@ -142,8 +143,9 @@ def y7_panels(
     {'a': [('u', ['u']), ('g', ['g'])], 'b': [('q', ['q'])], 'c': [('u: other kept sets', ['u10'])]}
     """
     home = kept_sets.get(baseline, "") if baseline is not None else ""
-    parts: dict[str, list[tuple[str, list[str]]]] = {suffix: [] for suffix, _ in Y7_PARTS}
-    joined = {"a": [], "c": []}
+    # a title is None where the baseline's panel has no baseline to name
+    parts: dict[str, list[tuple[str | None, list[str]]]] = {suffix: [] for suffix, _ in Y7_PARTS}
+    joined: dict[str, list[str]] = {"a": [], "c": []}
     for name in names:
         where = kept_sets.get(name, "")
         part = "a" if where == home or not home else "b" if where == "dense" else "c"
@@ -184,7 +186,7 @@ def figure_y7(
     plots.set_theme()
     data = one_round_data(tables)
     per_seed = seed_means(data, ["bits_per_entry", "loss_increase", "acc_change"])
-    joins = dict(curves or {})
+    joins: dict[Any, str] = dict(curves or {})  # get() is also asked for baseline None
     dominated = {lb for labels in drop_dominated(curve_points(per_seed, joins),
                                                  "loss_increase")[1].values()
                  for lb in labels.split(",")}  # fmt: skip

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -124,10 +125,12 @@ def pareto_front(log_bits: Sequence[float], loss: Sequence[float]) -> np.ndarray
         raise ValueError("pareto_front needs matching 1-D bits and loss arrays")
     beats = (b[None, :] <= b[:, None]) & (y[None, :] <= y[:, None])
     beats &= (b[None, :] < b[:, None]) | (y[None, :] < y[:, None])
-    return ~beats.any(axis=1)
+    return cast(np.ndarray, ~beats.any(axis=1))
 
 
-def lower_hull(bits: Sequence[float], loss: Sequence[float]) -> np.ndarray:
+def lower_hull(
+    bits: Sequence[float] | np.ndarray, loss: Sequence[float] | np.ndarray
+) -> np.ndarray:
     """Boolean mask of the configurations on the lower convex hull of (bits, loss) from the
     fewest bits to the lowest loss: the operational curve, every point of which time sharing
     between two neighbouring configurations reaches; a configuration above it is beaten by a
@@ -162,7 +165,7 @@ def lower_hull(bits: Sequence[float], loss: Sequence[float]) -> np.ndarray:
 
 
 def interpolation_weights(
-    x: float, xs: Sequence[float], rtol: float = BITS_RTOL
+    x: float, xs: Sequence[float] | np.ndarray, rtol: float = BITS_RTOL
 ) -> np.ndarray | None:
     """Weights over the points ``xs`` (any order) of the piecewise-linear interpolant at
     ``x``: the two points that bracket it (points at equal ``xs`` share their weight), the
@@ -343,7 +346,10 @@ def bracket_differences(
     y = np.asarray(test, dtype=np.float64)
 
     def combined(weights: Mapping[str, float]) -> np.ndarray:
-        return sum(w * np.asarray(reference[r], dtype=np.float64) for r, w in weights.items())
+        return cast(
+            np.ndarray,
+            sum(w * np.asarray(reference[r], dtype=np.float64) for r, w in weights.items()),
+        )
 
     low_end = y - combined(bracket.upper)
     if bracket.lower is None:

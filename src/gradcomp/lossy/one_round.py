@@ -37,14 +37,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from gradcomp.compression.protocol import Compressor
+from gradcomp.compression.users import compressor_factory
 from gradcomp.data import Cifar10
 from gradcomp.lossy.federated import SUMMED_BITS, FederatedSettings, Federation
-from gradcomp.lossy.uplink import aggregate, compressor_factory, model_update, send
+from gradcomp.lossy.uplink import aggregate, model_update, send
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def one_round_study(
     *,
     reference: VariantKey,
     initial_state: dict | None = None,
-    warm_start: int = -1,
+    warm_start: int | None = -1,
     seed: int | None = None,
 ) -> pd.DataFrame:
     """Rows :data:`ONE_ROUND_COLUMNS`, one per round and compressor (see the module doc).
@@ -114,7 +115,7 @@ def one_round_study(
             "start_loss": start_loss, "exact_acc": exact_acc, "exact_loss": exact_loss,
             "entries": sum(t.numel() for u in updates for t in u.values()),
         }  # fmt: skip
-        following = None
+        following: tuple[dict[str, Any], float, float] | None = None
         for key, make in make_compressors.items():
             receivers = getattr(make, "receiver", None)
             sent = [
@@ -131,13 +132,17 @@ def one_round_study(
                     **head,
                     **dict(zip(("compressor", "rate", "M"), key, strict=True)),
                     **{b: sum(s.row[b] for s in sent) for b in SUMMED_BITS},
-                    "bits_source": "+".join(sorted({s.row["bits_source"] for s in sent})),
+                    "bits_source": "+".join(
+                        sorted({cast(str, s.row["bits_source"]) for s in sent})
+                    ),
                     "test_acc": acc,
                     "test_loss": loss,
                 }
             )
             if key == reference:
                 following = (new_state, loss, acc)
+        if following is None:  # unreachable: the reference is among make_compressors (checked)
+            raise AssertionError(f"no compressor {reference!r} to follow")
         state, start_loss, start_acc = following
         log.info(
             "round %d/%d: uncompressed aggregate acc %.4f, %s acc %.4f, %d compressors, %.1f s",
@@ -154,7 +159,7 @@ def one_round_study(
 
 class RoundCompressors:
     """``(user, round) -> compressor`` of a checked spec in a trajectory seeded ``seed``: a
-    fresh object for that round alone (:func:`~gradcomp.lossy.uplink.compressor_factory` with
+    fresh object for that round alone (:func:`~gradcomp.compression.users.compressor_factory` with
     ``rnd``), and :meth:`receiver`, the server's decoder of its one update."""
 
     def __init__(self, spec, seed: int):

@@ -18,6 +18,7 @@ p-value below 0.05.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -283,5 +284,10 @@ def seed_verdicts(
         for n, a in zip(names, adjusted, strict=True):
             rows[n][f"{key}_holm" if key == "p" else "tost_holm"] = float(a)
     for row in rows.values():
-        row["verdict"] = decide(row["mean"], row["p_holm"], row["tost_holm"], alpha)
+        row["verdict"] = decide(
+            cast(float, row["mean"]),
+            cast(float, row["p_holm"]),
+            cast(float, row["tost_holm"]),
+            alpha,
+        )
     return rows

@@ -61,7 +61,7 @@ def save_snapshot(snapshot: dict[str, dict[str, torch.Tensor]], path: Path) -> N
         save_file(flat, str(tmp), metadata=header)
 
 
-def read_snapshot(path: Path) -> dict[str, dict[str, torch.Tensor]]:
+def read_snapshot(path: str | Path) -> dict[str, dict[str, torch.Tensor]]:
     """Read a :func:`save_snapshot` file back as ``{"before": ..., "after": ..., "kept": ...}``."""
     from safetensors import safe_open
     from safetensors.torch import load_file

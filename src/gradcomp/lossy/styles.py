@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 import matplotlib.colors as mcolors
 import pandas as pd
@@ -36,7 +37,7 @@ class Style:
     linestyle: str
     label: str
 
-    def line(self) -> dict[str, object]:
+    def line(self) -> dict[str, Any]:
         """Keyword arguments for ``Axes.plot``."""
         return {
             "color": self.color, "marker": self.marker, "ls": self.linestyle,
@@ -50,7 +51,7 @@ def _shade(color: str, i: int, n: int) -> str:
         return color
     mix = 0.6 * (n - 1 - i) / (n - 1)
     rgb = mcolors.to_rgb(color)
-    return mcolors.to_hex(tuple(c + (1.0 - c) * mix for c in rgb))
+    return mcolors.to_hex(cast(tuple[float, float, float], tuple(c + (1.0 - c) * mix for c in rgb)))
 
 
 def is_reference(quantizer: str) -> bool:

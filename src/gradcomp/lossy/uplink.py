@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -34,7 +33,6 @@ from gradcomp.compression.wire import (
     bits_source,
     check_same_bits,
     encode_update,
-    make_receiver,
 )
 
 __all__ = [
@@ -42,9 +40,7 @@ __all__ = [
     "UPLINK_COLUMNS",
     "Compressor",
     "Sent",
-    "UserCompressors",
     "aggregate",
-    "compressor_factory",
     "kept_masks",
     "kept_rows",
     "model_update",
@@ -129,7 +125,9 @@ def _rate_row(
     row.update({f: int(getattr(rate, f)) for f in RATE_FIELDS})
     row["bits_accounted"] = int(rate.total(True))
     row["bits_fixed"] = int(rate.total(False))
-    row["bits_coded"] = 8 * n_bytes if source == "bytes" else row["bits_accounted"]
+    row["bits_coded"] = (
+        8 * n_bytes if source == "bytes" and n_bytes is not None else row["bits_accounted"]
+    )
     row["bits_source"] = source
     return row
 
@@ -140,7 +138,7 @@ class Sent:
     table ``row`` and the entries the compressor ``kept`` (name -> bool, or None)."""
 
     recon: dict[str, torch.Tensor]
-    row: dict[str, int]
+    row: dict[str, int | str]
     kept: dict[str, torch.Tensor] | None
 
 
@@ -163,7 +161,7 @@ def send(
     recon = _check_reconstruction(user, update, compressor.decompress(payload, ctx))
     source = bits_source(compressor) if receiver is not None else "self-reported"
     n_bytes = None
-    if source != "self-reported":
+    if source != "self-reported" and receiver is not None:
         data = encode_update(compressor, payload, ctx)
         decoded = receiver(UpdateLayout.of(update)).decode(data)
         check_same_bits(recon, decoded, f"user {user}, round {rnd}")
@@ -188,7 +186,7 @@ def kept_rows(
     rnd: int, user: int, masks: Mapping[str, torch.Tensor]
 ) -> list[dict[str, int | float | str]]:
     """One :data:`KEPT_COLUMNS` row per tensor of :func:`kept_masks`, in the update's order."""
-    rows = []
+    rows: list[dict[str, int | float | str]] = []
     for name, mask in masks.items():
         entries, n_kept = mask.numel(), int(mask.sum())
         fraction = n_kept / entries if entries else float("nan")
@@ -213,41 +211,3 @@ def update_snapshot(
         "after": {n: recon[n].detach().to("cpu", torch.float32).clone() for n in update},
         "kept": {n: masks[n].clone() for n in update},
     }
-
-
-class UserCompressors:
-    """``user -> compressor`` of a checked spec in a run seeded ``seed`` (called), and the
-    server's :meth:`receiver` of each user's updates. User ``u``'s object is seeded
-    :func:`~gradcomp.compression.specs.user_seed` ``(seed + 1000 rnd, u)`` = ``1000 seed +
-    10^6 rnd + u`` (``rnd``: an object built for that round alone, as the one-round study
-    does; 0 otherwise)."""
-
-    def __init__(self, spec: Mapping[str, Any], seed: int, rnd: int = 0):
-        self.spec, self.seed = spec, int(seed) + 1000 * int(rnd)
-
-    def __call__(self, user: int) -> Compressor:
-        from gradcomp.compression.build import build_compressor
-        from gradcomp.compression.specs import user_seed
-
-        return build_compressor(self.spec.with_seed(user_seed(self.seed, user)))
-
-    def receiver(self, user: int, step: int) -> Callable[[UpdateLayout], Receiver]:
-        """layout -> the receiver of update number ``step`` (0 first) of user ``user``'s
-        compressor, built from what the server knows
-        (:func:`~gradcomp.compression.wire.make_receiver`)."""
-        return lambda layout: make_receiver(
-            self.spec, layout, seed=self.seed, user=int(user), rnd=int(step)
-        )
-
-
-def compressor_factory(spec: Mapping[str, Any], seed: int, *, rnd: int = 0) -> UserCompressors:
-    """``user -> compressor`` for a compressor spec in a run seeded ``seed``
-    (:class:`UserCompressors`): user ``u`` gets its own object (error-feedback memory, noise
-    streams) seeded ``1000 seed + u`` (plus ``10^6 rnd`` for an object built for round
-    ``rnd`` alone), the same for every compressor of the run (common random numbers).
-    ``spec`` is checked here unless it is a
-    :class:`~gradcomp.compression.specs.CheckedSpec` already."""
-    from gradcomp.compression.specs import CheckedSpec, check_spec
-
-    checked = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
-    return UserCompressors(checked, seed, rnd)

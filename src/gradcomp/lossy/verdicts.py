@@ -309,7 +309,7 @@ def verdicts_from_points(
     (a rate curve; ignored for ``exact``), ``reference_M``, ``match`` (one of
     :data:`gradcomp.lossy.matched_bits.MATCHES`) and optionally ``family`` (default
     ``"primary"``) and ``interpolation`` (default ``"convex"``)
-    (:class:`gradcomp.study_lossy.Question`); ``curves``: compressor name -> its rate curve (a
+    (:class:`gradcomp.study.lossy.Question`); ``curves``: compressor name -> its rate curve (a
     name not listed is its own); ``kept_sets``: variant label (``name/R{rate}_M{M}``) -> its
     kept set (:func:`gradcomp.lossy.matched_bits.kept_set_of`)."""
     points = per_seed.assign(curve=[curves.get(n, n) for n in per_seed["compressor"]])

@@ -21,7 +21,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -67,7 +67,8 @@ def pretrain(
         model = build_model(settings.model, seed=settings.seed).to(dev)
         optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=ADAM_EPS)
         generator = torch.Generator().manual_seed(settings.seed)
-        images, labels = data.pretrain_images, data.pretrain_labels
+        # pretrain_labels: set with pretrain_images (gradcomp.data.prepare_cifar10)
+        images, labels = data.pretrain_images, cast(torch.Tensor, data.pretrain_labels)
         test_images, test_labels = test_draw(data, settings.test_images, settings.seed)
         rows = []
         for epoch in range(1, settings.epochs + 1):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -120,7 +121,7 @@ def blahut_arimoto(
     d_min = d.min(axis=1)
     a = s * (d - d_min[:, None])
     keep = a < _EXP_CUTOFF
-    w = np.where(keep, np.exp(-np.where(keep, a, 0.0)), 0.0)
+    w: Any = np.where(keep, np.exp(-np.where(keep, a, 0.0)), 0.0)  # or a scipy sparse matrix
     if keep.mean() < 0.25:  # high rate: the kernel is banded, sparse products are cheaper
         w = sparse.csr_matrix(w)
     q = np.full(k, 1.0 / k) if q_init is None else np.asarray(q_init, dtype=np.float64).copy()
@@ -188,7 +189,9 @@ def high_rate_distortion(family: str, params: dict[str, float], M: float, rates)
     return math.exp(2.0 * h + M * e_log) / (2.0 * math.pi * math.e) * 2.0 ** (-2.0 * r)
 
 
-def _problem(law: SymmetricLaw, M: float, n: int, tau: float = 0.0):
+def _problem(
+    law: SymmetricLaw, M: float, n: int, tau: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x, p = discretise(law, M, n, tau)
     return x, p, weighted_distortion_matrix(x, x, M)
 

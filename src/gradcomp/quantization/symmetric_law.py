@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import special
@@ -102,18 +103,20 @@ class SymmetricLaw:
         continued-fraction stopping rule per law)."""
         p = np.array([[law.p] for law in laws], dtype=np.float64)
         gamma0 = np.array([[law.gamma0] for law in laws], dtype=np.float64)
-        return cls(p=p, gamma0=gamma0, scale=1.0, loc=0.0, family="stack")
+        # a stack's p and gamma0 are (B, 1) arrays where one law's are floats
+        return cls(p=cast(float, p), gamma0=cast(float, gamma0), scale=1.0, loc=0.0, family="stack")
 
     def take(self, rows) -> SymmetricLaw:
         """The laws ``rows`` (an index array) of a :meth:`stacked` law, still stacked."""
-        return SymmetricLaw(self.p[rows], self.gamma0[rows], 1.0, 0.0, self.family)
+        p, gamma0 = cast(np.ndarray, self.p), cast(np.ndarray, self.gamma0)  # (B, 1) each
+        return SymmetricLaw(p[rows], gamma0[rows], 1.0, 0.0, self.family)
 
     @property
     def unit(self) -> SymmetricLaw:
         """The same shape with scale 1 and loc 0."""
         return SymmetricLaw(self.p, self.gamma0, 1.0, 0.0, self.family)
 
-    def _alpha(self, n: float) -> float:
+    def _alpha(self, n: float | np.ndarray) -> float | np.ndarray:
         return (n + self.gamma0 + 1.0) / self.p
 
     def pdf(self, x: np.ndarray) -> np.ndarray:
@@ -143,7 +146,7 @@ class SymmetricLaw:
         if np.ndim(self.p) == 0:
             return z**self.p
         out = np.empty_like(z)
-        for i, p in enumerate(self.p[:, 0].tolist()):
+        for i, p in enumerate(cast(np.ndarray, self.p)[:, 0].tolist()):
             out[..., i, :] = np.ascontiguousarray(z[..., i, :]) ** p
         return out
 
@@ -172,7 +175,8 @@ class SymmetricLaw:
         a = np.broadcast_to(a, full)
         pu, pv = special.gammainc(a, ends)
         # a stack of laws (axis -2): each law's continued fraction stops on its own
-        groups = np.arange(np.shape(self.p)[0]).reshape(-1, 1) if np.ndim(self.p) else None
+        p_shape: tuple[int, ...] = np.shape(self.p)  # (B, 1) for a stack, () for one law
+        groups = np.arange(p_shape[0]).reshape(-1, 1) if np.ndim(self.p) else None
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             diff = pv - pu  # empty parts give 0, whatever log_shift
             lower = np.where(diff > 0, np.exp(log_const + np.log(diff)), 0.0)

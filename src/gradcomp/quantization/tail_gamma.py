@@ -53,6 +53,8 @@ def _log_gammaincc_cf(
             if np.all(done):
                 break
             continue
+        if groups is None:  # unreachable: active is None exactly when groups is
+            raise AssertionError("groups is None with per-group stopping")
         h = np.where(active, h * delta, h)
         pending = np.bincount(groups[active & ~done], minlength=int(groups.max()) + 1)
         active &= pending[groups] > 0

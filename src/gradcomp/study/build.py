@@ -1,12 +1,12 @@
 """The study: the validated config as one typed object, with every check across keys.
 
-:func:`load_study` validates a config against the schema (:mod:`gradcomp.config`: types,
+:func:`load_study` validates a config against the schema (:mod:`gradcomp.study.config`: types,
 ranges, defaults) and :func:`build_study` turns the validated dict into a :class:`Study` of
 frozen sections (data, lossless, lossy, figures, resources), read-only all the way down: the
 compressor variants with their checked specs, the checked coders and the streamed coding
-(:mod:`gradcomp.study_pieces`, which names the config key of a bad entry). The checks that
+(:mod:`gradcomp.study.pieces`, which names the config key of a bad entry). The checks that
 relate two keys (a figure's run below ``lossless.runs``, the baseline's rates, the warm
-start's pretraining pool, ...) live here and in :mod:`gradcomp.study_lossy` (paper Y's
+start's pretraining pool, ...) live here and in :mod:`gradcomp.study.lossy` (paper Y's
 section, its own module) and nowhere else; they are all run, and all failures are reported
 at once as ``config key 'a.b': ...``. The Snakefile builds the study once; the
 rules read it and hand its pieces to the jobs as plain params, and nothing else reads the
@@ -22,11 +22,11 @@ from types import MappingProxyType
 from typing import Any
 
 from gradcomp.coding.registry import CoderSpec
-from gradcomp.config import validate_config
 from gradcomp.errors import ConfigError
 from gradcomp.lossless.stream import StreamSettings
-from gradcomp.study_lossy import DistortionStudy, LossySection, Question, Verdicts, build_lossy
-from gradcomp.study_pieces import configured_coders, freeze, l5_coders, stream_settings, streams
+from gradcomp.study.config import validate_config
+from gradcomp.study.lossy import DistortionStudy, LossySection, Question, Verdicts, build_lossy
+from gradcomp.study.pieces import configured_coders, freeze, l5_coders, stream_settings, streams
 
 __all__ = [
     "CODING_CHECKED",
@@ -187,7 +187,7 @@ def _data_source_errors(source: str) -> list[str]:
 
 
 def build_study(config: dict[str, Any]) -> Study:
-    """The :class:`Study` of a config validated by :func:`gradcomp.config.validate_config`.
+    """The :class:`Study` of a config validated by :func:`gradcomp.study.config.validate_config`.
 
     Raises :class:`ConfigError` listing every failed check across keys, each naming its key.
     """

@@ -20,7 +20,7 @@ from typing import Any
 from gradcomp.compression.entries import Variant, entry_kind
 from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, variant_label
 from gradcomp.lossy.matched_bits import kept_set_of
-from gradcomp.study_pieces import compressor_entries, compressor_variants, freeze
+from gradcomp.study.pieces import compressor_entries, compressor_variants, freeze
 
 __all__ = ["DistortionStudy", "LossySection", "Question", "Verdicts", "build_lossy"]
 
@@ -108,7 +108,7 @@ class LossySection:
     full_runs: tuple[str, ...]
     baseline: str
     pairable: tuple[str, ...]
-    reference: Variant
+    reference: Variant | None
     one_round_seeds: tuple[int, ...]
     one_round_rounds: int
     #: labels of the primary pass (run on every trajectory; the rest on the first warm start)
@@ -257,10 +257,12 @@ def _questions(
                 )
                 continue
             ref_Ms = sorted({v.M for v in in_primary if v.curve == reference})
-            ref_M = q.get("reference_M")
-            if ref_M is None:
+            given_M: int | None = q.get("reference_M")
+            if given_M is None:
                 ref_M = q["M"] if q["M"] in ref_Ms else ref_Ms[0]
-            elif ref_M not in ref_Ms:
+            else:
+                ref_M = given_M
+            if given_M is not None and ref_M not in ref_Ms:
                 errors.append(f"{where}.reference_M': {reference} has no M = {ref_M} ({ref_Ms})")
                 continue
             match = q.get("match", "auto")

@@ -192,4 +192,5 @@ def exchange_bytes(state: Any, bucket: dist.GradBucket, update, named, rnd: int)
             g.copy_(mean[name].to(g.device, g.dtype))
         return buffer
 
+    assert work is not None  # async_op=True always returns its work handle
     return work.get_future().then(finish)

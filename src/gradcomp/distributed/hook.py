@@ -11,7 +11,7 @@ Usage (every rank, after ``torch.distributed.init_process_group``)::
 ``spec`` is any compressor spec the config accepts (:mod:`gradcomp.compression.specs`:
 ``quantizer`` kinds with their sparsifier, error feedback and Huffman code, the ``compressor``
 kinds PowerSGD and count sketch, a user's ``class``), built by the study's own
-:func:`gradcomp.lossy.uplink.compressor_factory`: rank ``r`` gets the object user ``r`` gets in
+:func:`gradcomp.compression.users.compressor_factory`: rank ``r`` gets the object user ``r`` gets in
 a study run seeded ``seed`` (seed ``1000 seed + r``). That object lives in the hook state for
 the whole training, so its error-feedback memory, PowerSGD's warm-started Q and its random
 streams (stochastic rounding, random-K, channel noise) carry over from step to step as they do
@@ -33,14 +33,14 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    rank runs the same buckets in the same order).
 2. The exchange (``state.exchange``, chosen from the spec; ``exchange="auto"``):
 
-   - ``"bytes"`` (:mod:`gradcomp.distributed_wire`), every kind with a byte format whose
+   - ``"bytes"`` (:mod:`gradcomp.distributed.wire`), every kind with a byte format whose
      compressed form cannot be summed: each rank's bytes
      (:func:`gradcomp.compression.wire.encode_update`) are all-gathered, sizes first, then
      padded to the longest; every rank decodes every rank's bytes with the receiver of that
      rank (:func:`gradcomp.compression.wire.make_receiver`, user = the sender's rank) and
      averages the decodes in rank order, so every rank holds the same gradients;
    - ``"allreduce"``, ``"randomk"``, ``"powersgd"``, ``"sketch"``
-     (:mod:`gradcomp.distributed_linear`): linear compressed forms, all-reduced: the float32
+     (:mod:`gradcomp.distributed.linear`): linear compressed forms, all-reduced: the float32
      bucket for ``quantizer: none`` (DDP's default, bit for bit), random-K's kept values,
      PowerSGD's P and Q (PyTorch's ``powerSGD_hook``), count sketch tables. All ranks then
      draw alike: their compressor is the study's user 0's (the group's agreed seed);
@@ -84,10 +84,10 @@ from torch import nn
 
 from gradcomp.compression.rates import RateBreakdown
 from gradcomp.compression.specs import check_spec
+from gradcomp.compression.users import compressor_factory
 from gradcomp.compression.wire import encode_update, has_byte_format
-from gradcomp.distributed_linear import LINEAR_EXCHANGES, linear_exchange_of
-from gradcomp.distributed_wire import STATUS_BYTES, agree_or_raise, exchange_bytes
-from gradcomp.lossy.uplink import compressor_factory
+from gradcomp.distributed.linear import LINEAR_EXCHANGES, linear_exchange_of
+from gradcomp.distributed.wire import STATUS_BYTES, agree_or_raise, exchange_bytes
 
 __all__ = [
     "EXCHANGES",
