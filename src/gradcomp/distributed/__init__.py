@@ -11,18 +11,5 @@ each rank's update as the bytes the federated study sends.
 The rate-limited loopback the benchmark measures them on is ``bench/netns.py``.
 """
 
-from gradcomp.distributed.hook import (
-    EXCHANGES,
-    CompressionHookState,
-    StepBits,
-    compression_hook,
-    register_compression_hook,
-)
-
-__all__ = [
-    "EXCHANGES",
-    "CompressionHookState",
-    "StepBits",
-    "compression_hook",
-    "register_compression_hook",
-]
+from gradcomp.distributed.hook import *  # noqa: F403 (the package's API is the module's)
+from gradcomp.distributed.hook import __all__  # noqa: F401

@@ -12,32 +12,5 @@
 The Snakefile builds the study once; nothing else reads the config.
 """
 
-from gradcomp.study.build import (
-    CODING_CHECKED,
-    DEFAULT_RESOURCES,
-    DataSection,
-    DistortionStudy,
-    FiguresSection,
-    LosslessSection,
-    LossySection,
-    Question,
-    Study,
-    Verdicts,
-    build_study,
-    load_study,
-)
-
-__all__ = [
-    "CODING_CHECKED",
-    "DEFAULT_RESOURCES",
-    "DataSection",
-    "DistortionStudy",
-    "FiguresSection",
-    "LosslessSection",
-    "LossySection",
-    "Question",
-    "Study",
-    "Verdicts",
-    "build_study",
-    "load_study",
-]
+from gradcomp.study.build import *  # noqa: F403 (the package's API is the module's)
+from gradcomp.study.build import __all__  # noqa: F401
