@@ -131,7 +131,7 @@ def warm_start_input(wildcards):
 
 def warm_start_settings(wildcards):
     """gradcomp.lossy.warm_start.WarmStartSettings keyword arguments."""
-    return dict(model=wildcards.model, seed=int(wildcards.ws), test_images=LOSSY.test_images, **plain(WARM_START))
+    return dict(model=wildcards.model, seed=int(wildcards.ws), test_images=LOSSY.test_images, **plain(WARM_START), **STUDY.model_class(wildcards.model))
 
 
 def one_round_variants(wildcards):
@@ -196,6 +196,7 @@ def federated_settings(wildcards):
         validation_split=f["validation_split"],
         optimizer_state=f["optimizer_state"],
         test_images=f["test_images"],
+        **STUDY.model_class(wildcards.model),
     )
 
 

@@ -28,7 +28,7 @@ rule train_lossless:
         coded=coded_all(),
     params:
         # TrainSettings keywords, with the streamed coding where the model streams
-        settings=lambda wc: LOSSLESS.train_settings(wc.model, int(wc.run)),
+        settings=lambda wc: {**LOSSLESS.train_settings(wc.model, int(wc.run)), **STUDY.model_class(wc.model)},
         # undeclared: checkpoint and finished epochs, so an interrupted job resumes
         state_dir=lambda wc: f"{run_dir(wc.model, wc.run)}/state",
     log:

@@ -84,6 +84,8 @@ class TrainSettings:
     test_images: int | None = None
     threads: int = 1
     device: str = "cpu"
+    #: a user's model class, ``package.module:Class`` (config ``user_models``; None: built-in)
+    model_class: str | None = None
 
     def __post_init__(self) -> None:
         if self.loss_reduction not in LOSS_REDUCTIONS:
@@ -93,8 +95,9 @@ class TrainSettings:
 
     def fingerprint(self, data: Cifar10) -> str:
         """Hash of the settings and the data sizes; a checkpoint resumes only on a match."""
+        own = {k: v for k, v in asdict(self).items() if not (k == "model_class" and v is None)}
         blob = json.dumps(
-            {**asdict(self), "n_train": len(data.train_labels), "n_test": len(data.test_labels)},
+            {**own, "n_train": len(data.train_labels), "n_test": len(data.test_labels)},
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -198,7 +201,8 @@ def train_with_dumps(
     ckpt_path = state_dir / "checkpoint.pt"
     fingerprint = settings.fingerprint(data) + (f"-{stream.fingerprint()}" if stream else "")
 
-    model = build_model(settings.model, seed=settings.seed).to(device)
+    model = build_model(settings.model, seed=settings.seed, model_class=settings.model_class)
+    model = model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=settings.momentum)
     generator = torch.Generator().manual_seed(settings.seed)
     params = select_parameters(model, settings.dump_tensors)

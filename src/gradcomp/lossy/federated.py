@@ -115,6 +115,8 @@ class FederatedSettings:
     eval_batch_size: int = EVAL_BATCH_SIZE
     validate_users: bool = True
     test_images: int | None = None
+    #: a user's model class, ``package.module:Class`` (config ``user_models``; None: built-in)
+    model_class: str | None = None
 
     def __post_init__(self) -> None:
         if self.test_images is not None and self.test_images < 1:
@@ -147,6 +149,7 @@ class Federation:
         self.trainer = LocalTrainer(
             data=data,
             model=settings.model,
+            model_class=settings.model_class,
             local_epochs=settings.local_epochs,
             batch_size=settings.batch_size,
             lr=settings.lr,
@@ -157,7 +160,9 @@ class Federation:
         )
         self._optimizer_state: dict[str, Any] | None = None
         with torch.random.fork_rng(devices=[]):  # leave the caller's RNG state alone
-            self._model = build_model(settings.model, seed=settings.seed).to(self.device)
+            self._model = build_model(
+                settings.model, seed=settings.seed, model_class=settings.model_class
+            ).to(self.device)
         if initial_state is not None:  # a warm start (gradcomp.lossy.warm_start)
             self._model.load_state_dict(initial_state)
         self.initial_state = cpu_state(self._model)

@@ -186,6 +186,7 @@ class LocalTrainer:
     validate: bool = True
     eval_batch_size: int = EVAL_BATCH_SIZE
     device: str = "cpu"
+    model_class: str | None = None
 
     def __call__(self, task: LocalTask) -> LocalOutcome:
         device = resolve_device(self.device)
@@ -197,7 +198,7 @@ class LocalTrainer:
         with fork:
             torch.manual_seed(task.seed)
             generator = torch.Generator().manual_seed(task.seed)
-            model = build_model(self.model).to(device)
+            model = build_model(self.model, model_class=self.model_class).to(device)
             model.load_state_dict(task.global_state)
             optimizer = torch.optim.Adam(model.parameters(), lr=self.lr, eps=ADAM_EPS)
             if task.optimizer_state is not None:

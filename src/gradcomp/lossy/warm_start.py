@@ -48,6 +48,8 @@ class WarmStartSettings:
     lr: float = 1e-3
     seed: int = 0
     test_images: int | None = None
+    #: a user's model class, ``package.module:Class`` (config ``user_models``; None: built-in)
+    model_class: str | None = None
 
 
 def pretrain(
@@ -64,7 +66,9 @@ def pretrain(
     dev = resolve_device(device)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(settings.seed)
-        model = build_model(settings.model, seed=settings.seed).to(dev)
+        model = build_model(
+            settings.model, seed=settings.seed, model_class=settings.model_class
+        ).to(dev)
         optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=ADAM_EPS)
         generator = torch.Generator().manual_seed(settings.seed)
         # pretrain_labels: set with pretrain_images (gradcomp.data.prepare_cifar10)

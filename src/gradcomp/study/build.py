@@ -16,7 +16,7 @@ config.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -125,6 +125,14 @@ class Study:
     lossy: LossySection
     figures: FiguresSection
     resources: Mapping[str, Mapping[str, int]]
+    #: a user's model name -> its ``package.module:Class`` (config ``user_models``)
+    user_models: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def model_class(self, model: str) -> dict[str, str]:
+        """``{"model_class": path}`` for a user's model, ``{}`` for a built-in: the settings
+        key a job's params carry (absent for a built-in, so its params stay as they were)."""
+        path = self.user_models.get(model)
+        return {} if path is None else {"model_class": path}
 
     def resource(self, rule: str, key: str) -> int:
         """``resources.<rule>.<key>`` (mem_mb, runtime in minutes, gpu), else the default of
@@ -186,6 +194,41 @@ def _data_source_errors(source: str) -> list[str]:
     return []
 
 
+def _model_errors(config: dict[str, Any]) -> list[str]:
+    """Each user model importable as a torch.nn.Module class under a name no built-in has,
+    and every model the studies name built-in or a user's, each error naming its key."""
+    import torch
+
+    from gradcomp.errors import did_you_mean
+    from gradcomp.models import MODELS
+    from gradcomp.plugins import import_class
+
+    errors = []
+    user = config.get("user_models") or {}
+    for name, path in user.items():
+        where = f"config key 'user_models.{name}'"
+        if name in MODELS:
+            errors.append(f"{where}: {name!r} is a built-in model's name; choose another")
+            continue
+        try:
+            cls = import_class(path)
+        except ValueError as err:
+            errors.append(f"{where}: {err}")
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+            errors.append(f"{where}: {path} is not a torch.nn.Module class")
+    known = [*MODELS, *user]
+    for section in ("lossless", "lossy"):
+        for name in config[section]["models"]:
+            if name not in known:
+                errors.append(
+                    f"config key '{section}.models': unknown model {name!r}"
+                    f"{did_you_mean(name, known)}; the built-in ones are "
+                    f"{', '.join(MODELS)}, and user_models adds your own"
+                )
+    return errors
+
+
 def build_study(config: dict[str, Any]) -> Study:
     """The :class:`Study` of a config validated by :func:`gradcomp.study.config.validate_config`.
 
@@ -193,6 +236,7 @@ def build_study(config: dict[str, Any]) -> Study:
     """
     errors: list[str] = []
     errors += _data_source_errors(config["cifar10"])
+    errors += _model_errors(config)
     lossless = _lossless(config, errors)
     lossy = build_lossy(config, errors)
     if errors:
@@ -217,4 +261,5 @@ def build_study(config: dict[str, Any]) -> Study:
             model_tensors=freeze(f["model_tensors"]),
         ),
         resources=freeze(config["resources"]),
+        user_models=freeze(config.get("user_models") or {}),
     )

@@ -1,0 +1,96 @@
+"""A user's model from outside src/ (config ``user_models``): refused by name when it cannot
+be built, and through the workflow on a tiny config, a lossless run and a federated run
+train it (docs/extending.md's example, run as given)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
+from gradcomp.errors import ConfigError
+from gradcomp.study import load_study
+
+DOC = REPO / "docs" / "extending.md"
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+
+
+def doc_block(marker: str) -> str:
+    """The fenced block of docs/extending.md whose first line is ``# marker``."""
+    blocks = re.findall(r"```\w+\n(.*?)```", DOC.read_text(), re.S)
+    return next(b for b in blocks if b.startswith(f"# {marker}"))
+
+
+def config_with(user_models: dict, models: list[str]) -> dict:
+    c = yaml.safe_load(yaml.safe_dump(TINY_CONFIG))
+    c["cifar10"] = "download"
+    c["user_models"] = user_models
+    c["lossless"]["models"] = models
+    return c
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch) -> Path:
+    (tmp_path / "mymodels.py").write_text(doc_block("mymodels.py"))
+    (tmp_path / "notamodel.py").write_text("class Thing:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("user_models", "models", "says"),
+    [
+        ({}, ["mine"], "config key 'lossless.models': unknown model 'mine'"),
+        ({}, ["cnnn"], "(did you mean 'cnn'?)"),
+        ({"mine": "nosuch:Net"}, ["mine"], "config key 'user_models.mine': cannot import"),
+        ({"mine": "notamodel:Thing"}, ["mine"], "is not a torch.nn.Module class"),
+        ({"cnn": "mymodels:Wide"}, ["cnn"], "'cnn' is a built-in model's name"),
+    ],
+)
+def test_a_model_that_cannot_be_built_stops_before_any_job(
+    user_module, user_models, models, says
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_study(config_with(user_models, models), SCHEMA)
+    assert says in str(info.value)
+
+
+def test_a_user_model_builds_like_a_built_in(user_module) -> None:
+    study = load_study(config_with({"mine": "mymodels:Wide"}, ["mine"]), SCHEMA)
+    assert study.model_class("mine") == {"model_class": "mymodels:Wide"}
+    assert study.model_class("mlp") == {}  # a built-in's params stay as they were
+    from gradcomp.models import build_model
+
+    model = build_model("mine", seed=0, model_class="mymodels:Wide")
+    assert [n for n, _ in model.named_parameters()] == [
+        "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_documented_model_trains_through_the_workflow(tmp_path: Path) -> None:
+    work = tmp_path / "wf"
+    tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=20)
+    (work / "mymodels.py").write_text(doc_block("mymodels.py"))  # importable from the workdir
+    user = yaml.safe_load(doc_block("mine.yaml"))
+    config = yaml.safe_load(yaml.safe_dump(TINY_CONFIG))
+    config["cifar10"] = str(tree)
+    config["user_models"] = user["user_models"]
+    config["lossless"]["models"] = user["lossless"]["models"]
+    config["lossless"]["runs"] = 1
+    config["lossy"]["models"] = user["lossy"]["models"]
+    config["lossy"]["warm_start"] = None
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    dumps = "results/lossless/wide/run0/grads/epoch2.safetensors"
+    rounds = "results/lossy/wide/uniform/R2_M0/seed0/rounds.tsv"
+    run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=[dumps, rounds])
+    from gradcomp.lossless.dumps import read_dump
+
+    dump = read_dump(work / dumps)
+    assert dump.tensors["epoch_avg"]["fc1.weight"].shape == (64, 3 * 32 * 32)  # its width
+    table = pd.read_csv(work / rounds, sep="\t")
+    assert set(table["model"]) == {"wide"} and table["test_acc"].notna().all()
