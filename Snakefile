@@ -13,6 +13,9 @@ min_version("9.0")
 # job runs in this venv, in a conda env (--sdm conda) or on a cluster node (Snakemake puts
 # this process's sys.path folders on the script's path).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+# A user's compressors, coders and models ("package.module:Class") import from the folder the
+# workflow runs in, whether it was started as `snakemake` or `python -m snakemake`.
+sys.path.insert(1, str(Path.cwd()))
 from gradcomp.study import load_study  # noqa: E402
 
 

@@ -94,3 +94,26 @@ def test_the_documented_model_trains_through_the_workflow(tmp_path: Path) -> Non
     assert dump.tensors["epoch_avg"]["fc1.weight"].shape == (64, 3 * 32 * 32)  # its width
     table = pd.read_csv(work / rounds, sep="\t")
     assert set(table["model"]) == {"wide"} and table["test_acc"].notna().all()
+
+
+def test_the_console_script_finds_a_model_in_the_folder_it_runs_in(tmp_path: Path) -> None:
+    """``snakemake`` (the console script, as the README runs it, whose sys.path does not hold
+    the working folder as ``python -m snakemake``'s does) plans the default study with the
+    documented model and config file (planted bug: the Snakefile without the working folder
+    on its path, which refused ``mymodels`` as not importable)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "mymodels.py").write_text(doc_block("mymodels.py"))
+    (tmp_path / "mine.yaml").write_text(doc_block("mine.yaml"))
+    tree = write_imagefolder_tree(tmp_path / "cifar", n_train=20, n_test=20)
+    script = Path(sys.executable).with_name("snakemake")
+    proc = subprocess.run(
+        [str(script), "-s", str(REPO / "Snakefile"), "-n", "--cores", "1", "--configfile",
+         "mine.yaml", "--config", f"cifar10={tree}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "train_lossless" in proc.stdout + proc.stderr
