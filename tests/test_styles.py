@@ -122,3 +122,32 @@ def test_legend_outside_single_axes_none_and_grid() -> None:
     right = max(ax.get_window_extent(renderer).x1 for ax in grid.axes.flat)
     assert grid.legend.get_window_extent(renderer).x0 >= right
     plt.close(grid.figure)
+
+
+def test_y5_colours_are_the_default_configs_compressor_colours() -> None:
+    """Y5's quantizers take the colour their compressor has in the default config's other
+    paper-Y figures (planted bug: Y5 on seaborn's own palette, uniform blue there and orange
+    elsewhere)."""
+    import yaml
+
+    from conftest import REPO
+    from gradcomp.compression.entries import entry_kind
+    from gradcomp.palette import DISTORTION_STUDY_COLORS
+
+    lossy = yaml.safe_load((REPO / "config/config.yaml").read_text())["lossy"]
+    kinds = {e["name"]: entry_kind(e) for e in lossy["compressors"]}
+    curves = {e["name"]: e.get("curve", e["name"]) for e in lossy["compressors"]}
+    rows = pd.DataFrame([(n, 1, 0) for n in kinds], columns=["compressor", "rate", "M"])
+    s = styles.variant_styles(rows, kinds, curves)
+    same = {"uniform": "uniform", "lloyd gennorm (same M)": "gennorm",
+            "k-means (same M)": "kmeans", "lloyd gauss (M0)": "gauss",
+            "gaussian channel": "channel"}  # fmt: skip
+    for label, name in same.items():
+        assert DISTORTION_STUDY_COLORS[label].lower() == s[(name, 1, 0)].color.lower(), label
+
+
+def test_every_y5_quantizer_has_its_colour() -> None:
+    from gradcomp.lossy.distortion_study import study_quantizers
+    from gradcomp.palette import DISTORTION_STUDY_COLORS
+
+    assert set(study_quantizers(2, 2.0)) == set(DISTORTION_STUDY_COLORS)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 __all__ = [
     "BOUND_OF",
     "CODER_COLORS",
+    "DISTORTION_STUDY_COLORS",
     "FAMILY_COLORS",
     "GREYS",
     "L5_CODERS",
@@ -111,3 +112,16 @@ def is_bound(name: str) -> bool:
 
 #: The default coders' colours (:func:`coder_colors` of :data:`L5_CODERS`).
 CODER_COLORS = coder_colors(L5_CODERS)
+
+
+#: Y5's quantizers (gradcomp.lossy.distortion_study), each in the colour its compressor has in
+#: the default config's paper-Y figures (uniform, gennorm, kmeans, gauss, channel); the
+#: authors' survivors fit, which has no compressor of its own, in GenNorm's family's wine.
+DISTORTION_STUDY_COLORS = {
+    "uniform": SERIES[1],
+    "lloyd gennorm (same M)": SERIES[2],
+    "lloyd gennorm, survivors fit": SERIES[8],
+    "k-means (same M)": SERIES[4],
+    "lloyd gauss (M0)": SERIES[3],
+    "gaussian channel": SERIES[5],
+}
