@@ -143,3 +143,30 @@ def test_huffman_lengths_spend_whole_bits_and_the_rate_counts_them() -> None:
     assert np.all(got.lengths == np.round(got.lengths))
     assert got.rate <= 1.5 + 1e-9
     assert got.rate >= entropy_bits(got.probabilities) - 1e-9
+
+
+@pytest.mark.slow
+def test_the_gap_to_the_blahut_arimoto_limit_orders_the_designs() -> None:
+    """Against the project's Blahut-Arimoto D(R) of a unit normal (M = 0), checked here
+    against the closed form 2^(-2R): the entropy-constrained design at 4 bits is Gish and
+    Pierce's 0.25 bits from the limit, and the 16-level fixed-rate Lloyd design, entropy-coded,
+    further (planted bug in rd_gap: the bits gap read at the quantizer's rate instead of its
+    distortion, which gives 0)."""
+    from gradcomp.quantization.rate_distortion import distortion_rate_curve
+    from gradcomp.quantization.rd_gap import rd_gap
+
+    params = {"loc": 0.0, "scale": 1.0}
+    curve = distortion_rate_curve("norm", params, 0.0, rates=np.arange(0.0, 6.01, 0.25),
+                                  check_grid=False)  # fmt: skip
+    closed = 2.0 ** (-2 * curve["rate_bits"])
+    assert np.allclose(curve["distortion"], closed, rtol=0.02)
+    ecsq = ecsq_for_law("norm", params, M=0.0, rate=4.0)
+    gap = rd_gap(ecsq.rate, ecsq.distortion, curve)
+    assert abs(gap.bits - GISH_PIERCE) < 0.02, gap
+    assert gap.db == pytest.approx(20 * math.log10(2) * gap.bits, rel=0.05)  # 6.02 dB a bit
+    law = SymmetricLaw.from_family("norm", params)
+    x, q = discretise(law, 0.0, 6000)
+    fixed = lloyd_design("norm", params, 16, 0.0)
+    scale = law.scale  # discretise's points are the unit law's
+    rate, distortion = lloyd_on_points(x * scale, q, fixed.levels, fixed.thresholds, 0.0)
+    assert rd_gap(rate, distortion, curve).bits > gap.bits + 0.02

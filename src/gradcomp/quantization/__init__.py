@@ -6,7 +6,8 @@ fitted laws' cell moments (:mod:`~gradcomp.quantization.symmetric_law`, far tail
 (:mod:`~gradcomp.quantization.lloyd`, Newton steps in :mod:`~gradcomp.quantization.lloyd_newton`,
 many designs at once in :mod:`~gradcomp.quantization.lloyd_batch`,
 the authors' released variant in :mod:`~gradcomp.quantization.released_lloyd`), the
-entropy-constrained design under the same distortion (:mod:`~gradcomp.quantization.ecsq`), its data
+entropy-constrained design under the same distortion (:mod:`~gradcomp.quantization.ecsq`; its
+distance to D(R): :mod:`~gradcomp.quantization.rd_gap`), its data
 counterpart (weighted k-means, :mod:`~gradcomp.quantization.kmeans`), trellis-coded
 quantization (:mod:`~gradcomp.quantization.tcq`), that distortion on data
 (:mod:`~gradcomp.quantization.distortion`) and the rate-distortion bound
