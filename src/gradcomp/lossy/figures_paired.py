@@ -23,6 +23,7 @@ from gradcomp.lossy.matched_bits import lower_hull
 from gradcomp.lossy.rate_curves import curve_points, drop_dominated
 from gradcomp.lossy.styles import variant_styles
 from gradcomp.lossy.tables import one_round_data, t4_table
+from gradcomp.palette import MARKERS
 
 __all__ = ["Y7_PARTS", "figure_y6", "figure_y7", "y7_panels"]
 
@@ -176,16 +177,16 @@ def figure_y7(
     entry (coded, log scale); mean and 95% interval over the design's units (warm starts, each the
     mean of its seeds; :mod:`gradcomp.lossy.nested`). A configuration that another of its
     own curve beats in mean bits and loss increase is drawn hollow, off its line. Every
-    panel holds the curve of ``baseline`` (every compressor that joins it through
-    ``curves``, dashed), its operational curve (the lower convex hull of all its
-    configurations, dotted: what the verdicts' ``frontier`` compares with) and the
-    references (grey points). ``kept_sets``: compressor -> kept set (default: all on the
-    baseline's). A part without compressors says so in its one panel."""
+    panel holds the configurations of ``baseline``'s curve (every compressor that joins it
+    through ``curves``, small grey points, without intervals), its operational curve (the
+    lower convex hull of all its configurations, dotted: what the verdicts' ``frontier``
+    compares with) and the references (grey marks). ``kept_sets``: compressor -> kept set
+    (default: all on the baseline's). A part without compressors says so in its one panel."""
     from gradcomp.lossy.paired import seed_means
 
     plots.set_theme()
     data = one_round_data(tables)
-    per_seed = seed_means(data, ["bits_per_entry", "loss_increase", "acc_change"])
+    per_seed = seed_means(data, ["bits_per_entry", Y7_METRIC[0]])
     joins: dict[Any, str] = dict(curves or {})  # get() is also asked for baseline None
     dominated = {lb for labels in drop_dominated(curve_points(per_seed, joins),
                                                  "loss_increase")[1].values()
@@ -193,7 +194,7 @@ def figure_y7(
     styles = variant_styles(data, quantizers, joins)
     base_curve = joins.get(baseline, baseline)
     base_names = {n for n in data["compressor"].unique() if joins.get(n, n) == base_curve}
-    stats = {}  # (name, M) -> bits per entry, rate and (mean, lo, hi) per metric, by bits
+    stats = {}  # (name, M) -> (bits per entry, rate, (mean, lo, hi) of Y7_METRIC), by bits
     for (name, M), curve in per_seed.groupby(["compressor", "M"]):
         stats[(name, int(M))] = sorted(
             (at["bits_per_entry"].mean(), rate, _interval(at, Y7_METRIC[0]))
@@ -211,10 +212,13 @@ def figure_y7(
         draw.figure(panels[suffix], titles[suffix], pngs[suffix])
 
 
-#: What Y7's panels plot: (column of the one-round tables, axis label).
-Y7_METRIC = ("loss_increase", "test loss - uncompressed aggregate's\n(nats; linear within ±0.01)")
 #: Y7's y axis: linear within +-Y7_LINEAR nats, logarithmic past it, ticks at Y7_TICKS.
 Y7_LINEAR = 0.01
+#: What Y7's panels plot: (column of the one-round tables, axis label).
+Y7_METRIC = (
+    "loss_increase",
+    f"test loss - uncompressed aggregate's\n(nats; linear within ±{Y7_LINEAR:g})",
+)
 Y7_TICKS = (-0.1, -0.01, -0.005, 0.0, 0.005, 0.01, 0.1, 1.0)
 
 
@@ -242,7 +246,6 @@ class _Y7Drawer:
 
     def figure(self, panels, title, png) -> None:
         fig, axes = facets.grid(len(panels), width=3.3, height=2.7, sharey=True)
-        marks = ["o", "s", "^", "D", "v"]
         if not panels:
             axes[0].text(0.5, 0.5, "no compressor of this configuration\nfalls in this part",
                          ha="center", va="center", transform=axes[0].transAxes)  # fmt: skip
@@ -250,7 +253,7 @@ class _Y7Drawer:
             for j, ref in enumerate(self.refs):
                 for n, M in [c for c in self.stats if c[0] == ref]:
                     style = self.styles[(ref, self.stats[(n, M)][0][1], M)]
-                    self.curve(ax, n, M, color=style.color, marker=marks[j % len(marks)],
+                    self.curve(ax, n, M, color=style.color, marker=MARKERS[j % len(MARKERS)],
                                lw=1.0, label=ref)  # fmt: skip
             if self.baseline is not None and not set(own) <= self.base_names:
                 # the baseline's configurations as faint points, without their intervals
@@ -269,7 +272,7 @@ class _Y7Drawer:
             ax.axhline(0.0, color="0.6", lw=0.8)
             ax.set_xscale("log")
             ax.set_xlim(*self.xlim)
-            # linear within +-0.01 nats (where the quantizers differ), logarithmic past it
+            # linear near zero (where the quantizers differ), logarithmic past Y7_LINEAR
             # (uniform at one bit per kept value loses ten times that)
             ax.set_yscale("symlog", linthresh=Y7_LINEAR, linscale=1.5)
             ax.yaxis.set_major_locator(FixedLocator(Y7_TICKS))
