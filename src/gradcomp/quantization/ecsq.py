@@ -41,6 +41,7 @@ from typing import Literal
 import numpy as np
 
 from gradcomp.coding.huffman import huffman_lengths
+from gradcomp.coding.pmf import entropy_bits
 from gradcomp.quantization.level_quantizer import LevelQuantizer
 from gradcomp.quantization.rate_distortion import discretise
 from gradcomp.quantization.symmetric_law import _as_law
@@ -152,9 +153,7 @@ def _uniform_init(x: np.ndarray, q: np.ndarray, rate: float) -> np.ndarray:
 
     def entropy(step: float) -> float:
         k = np.round(x / step).astype(np.int64)
-        p = np.bincount(k - k.min(), weights=q)
-        p = p[p > 0]
-        return float(-np.sum(p * np.log2(p)))
+        return entropy_bits(np.bincount(k - k.min(), weights=q))
 
     lo, hi = span * 1e-6, span
     for _ in range(60):
