@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,13 @@ def run_snakemake(
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
+
+
+def doc_blocks(page: str, language: str = r"\w+") -> list[str]:
+    """The bodies of the fenced blocks of ``docs/<page>`` in ``language`` (a regex; any by
+    default), in order: the examples the docs' tests run as given."""
+    text = (REPO / "docs" / page).read_text()
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
 def assert_readable(fig) -> None:

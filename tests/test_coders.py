@@ -6,7 +6,6 @@ entropy, and the entropy of a synthetic per-channel source computed from scipy.s
 from __future__ import annotations
 
 import math
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,6 +18,7 @@ from bitarray import bitarray
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import doc_blocks
 from gradcomp.coding import bounds
 from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.bounds import ContextEntropy
@@ -32,7 +32,6 @@ from gradcomp.lossless.fit_lossless import fit_run
 from gradcomp.quantization.grids import get_grid
 from gradcomp.study.pieces import configured_coders
 
-REPO = Path(__file__).resolve().parents[1]
 GRID = get_grid("fp8_e5m2")
 
 
@@ -206,10 +205,8 @@ def test_per_channel_code_reaches_the_entropy_of_a_per_channel_source() -> None:
     assert iid > 1.03 * source
 
 
-def doc_block(language: str, index: int = 0) -> str:
-    return re.findall(rf"```{language}\n(.*?)```", (REPO / "docs/coders.md").read_text(), re.S)[
-        index
-    ]
+def doc_block(language: str) -> str:
+    return doc_blocks("coders.md", language)[0]
 
 
 @pytest.fixture

@@ -10,13 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
-
-DOC = REPO / "docs" / "library.md"
+from conftest import REPO, doc_blocks
 
 
 def test_every_example_runs_and_says_what_its_comments_say(tmp_path: Path) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    blocks = doc_blocks("library.md", "python")
     assert len(blocks) >= 5
     out = []
     for i, code in enumerate(blocks):

@@ -5,19 +5,17 @@ dropped)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
+from conftest import TINY_CONFIG, doc_blocks, run_snakemake, write_imagefolder_tree
 
 
 def doc_block(language: str) -> str:
-    text = (REPO / "docs/coders.md").read_text()
-    return re.findall(rf"```{language}\n(.*?)```", text, re.S)[0]
+    return doc_blocks("coders.md", language)[0]
 
 
 @pytest.mark.slow

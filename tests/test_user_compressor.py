@@ -3,7 +3,6 @@ through the workflow on the tiny config (the test runs the code that page shows)
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -12,17 +11,15 @@ import pytest
 import torch
 import yaml
 
-from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
+from conftest import TINY_CONFIG, doc_blocks, run_snakemake, write_imagefolder_tree
 from gradcomp.compression import build_compressor
 from gradcomp.study.config import ConfigError
 from gradcomp.study.pieces import compressor_variants
 
-DOC = REPO / "docs" / "extending.md"
-
 
 def doc_block(language: str) -> str:
     """The first fenced ``language`` block of ``docs/extending.md`` (its compressor example)."""
-    return re.search(rf"```{language}\n(.*?)```", DOC.read_text(), re.S).group(1)
+    return doc_blocks("extending.md", language)[0]
 
 
 @pytest.fixture

@@ -4,25 +4,22 @@ train it (docs/extending.md's example, run as given)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, TINY_CONFIG, run_snakemake, write_imagefolder_tree
+from conftest import REPO, TINY_CONFIG, doc_blocks, run_snakemake, write_imagefolder_tree
 from gradcomp.errors import ConfigError
 from gradcomp.study import load_study
 
-DOC = REPO / "docs" / "extending.md"
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 
 
 def doc_block(marker: str) -> str:
     """The fenced block of docs/extending.md whose first line is ``# marker``."""
-    blocks = re.findall(r"```\w+\n(.*?)```", DOC.read_text(), re.S)
-    return next(b for b in blocks if b.startswith(f"# {marker}"))
+    return next(b for b in doc_blocks("extending.md") if b.startswith(f"# {marker}"))
 
 
 def config_with(user_models: dict, models: list[str]) -> dict:
