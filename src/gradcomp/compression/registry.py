@@ -7,6 +7,7 @@ sketch), which take a whole update themselves."""
 from __future__ import annotations
 
 from gradcomp.compression.count_sketch import CountSketch
+from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.float8 import Float8
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
@@ -40,6 +41,7 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
         TernGrad,
         ScaledSign,
         TCQQuantizer,
+        ECSQQuantizer,
     )
 }
 

@@ -110,6 +110,7 @@ OPTION_KEYS = (
     "sketch_feedback",
     "sketch_hash",
     "sketch_topk",
+    "target_bits",
 )
 SPEC_KEYS = (
     "name", "quantizer", "family", "lloyd_fit", "rate", "M", "sparsifier", "topk",

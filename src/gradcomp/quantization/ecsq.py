@@ -128,13 +128,16 @@ def lagrangian_design(
         mean = np.bincount(a, weights=q * x, minlength=used.size) / p
         # a cell whose weight vanishes (only x = 0 under M > 0) keeps its plain mean
         y = np.where(den > 0, num / np.where(den > 0, den, 1.0), mean)
-        ell = _code_lengths(p, lengths) if used.size > 1 else np.zeros(1)
+        # at lam = 0 the lengths do not steer the cells: they are computed once, at the end
+        ell = _code_lengths(p, lengths) if used.size > 1 and lam else np.zeros(used.size)
         d = float(np.sum(q * w * (x - y[a]) ** 2))
-        r = float(np.sum(p * ell))
-        total = d + lam * r
+        total = d + lam * float(np.sum(p * ell))
         if last - total <= rtol * max(abs(total), 1e-300):
             break
         last = total
+    if not lam:
+        ell = _code_lengths(p, lengths) if used.size > 1 else np.zeros(1)
+    r = float(np.sum(p * ell))
     order = np.argsort(y, kind="stable")
     y, p, ell = y[order], p[order], ell[order]
     rank = np.empty_like(order)
@@ -146,9 +149,10 @@ def lagrangian_design(
     return ECSQResult(y, thresholds[: y.size - 1], p, ell, d, r, float(lam), float(M), it)
 
 
-def _uniform_init(x: np.ndarray, q: np.ndarray, rate: float) -> np.ndarray:
+def _uniform_init(x: np.ndarray, q: np.ndarray, rate: float, max_levels: int) -> np.ndarray:
     """Uniform levels (zero one of them) whose cells' entropy is about ``rate`` + 2 bits, so
-    that the design has more cells than it keeps."""
+    that the design has more cells than it keeps; at most ``max_levels`` of them (the outer
+    cells then reach to the ends)."""
     span = float(np.max(np.abs(x)))
 
     def entropy(step: float) -> float:
@@ -159,12 +163,12 @@ def _uniform_init(x: np.ndarray, q: np.ndarray, rate: float) -> np.ndarray:
     for _ in range(60):
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if entropy(mid) > rate + 2 else (lo, mid)
-    n = min(int(span / hi) + 1, 200)
+    n = min(int(span / hi) + 1, 200, (max_levels - 1) // 2)
     return hi * np.arange(-n, n + 1, dtype=np.float64)
 
 
 def _fixed_rate_init(
-    x: np.ndarray, q: np.ndarray, M: float, rate: float, lengths: Lengths
+    x: np.ndarray, q: np.ndarray, M: float, rate: float, lengths: Lengths, max_levels: int
 ) -> np.ndarray:
     """The levels of the ``|x|^M``-weighted Lloyd design on the points (lambda = 0) of least
     distortion among those, 2 to ``2^(ceil(rate) + 1)`` levels, whose index code fits
@@ -173,10 +177,10 @@ def _fixed_rate_init(
     is tried."""
     cdf = np.cumsum(q)
     out, least = np.zeros(1), math.inf
-    for n in range(2, min(2 ** (math.ceil(rate) + 1), 128) + 1):
+    for n in range(2, min(2 ** (math.ceil(rate) + 1), 128, max_levels) + 1):
         start = x[np.minimum(np.searchsorted(cdf, (np.arange(n) + 0.5) / n), x.size - 1)]
-        got = lagrangian_design(x, q, M, 0.0, np.unique(start), lengths=lengths, rtol=1e-15,
-                                max_iter=5000)  # fmt: skip
+        got = lagrangian_design(x, q, M, 0.0, np.unique(start), lengths=lengths, rtol=1e-12,
+                                max_iter=2000)  # fmt: skip
         if got.rate <= rate + RATE_TOL and got.distortion < least:
             out, least = got.levels, got.distortion
     return out
@@ -190,11 +194,14 @@ def ecsq_design(
     rate: float,
     lengths: Lengths = "entropy",
     iters: int = 32,
+    max_levels: int = 401,
 ) -> ECSQResult:
     """The design on points ``x`` with probabilities ``q`` of least distortion among those
     whose rate is not above ``rate`` bits per entry (``lam`` by bisection in log space,
-    ``iters`` steps, from two starts). ``x`` need not be sorted; a rate of 0 gives one
-    level."""
+    ``iters`` steps, from two starts) and with at most ``max_levels`` levels (an alphabet
+    the coder covers; at least 3). ``x`` need not be sorted; a rate of 0 gives one level."""
+    if max_levels < 3:
+        raise ValueError(f"max_levels must be at least 3, got {max_levels}")
     order = np.argsort(x, kind="stable")
     x = np.asarray(x, dtype=np.float64)[order]
     q = np.asarray(q, dtype=np.float64)[order]
@@ -208,7 +215,9 @@ def ecsq_design(
     # design with the most levels whose index entropy fits, from which a small lambda
     # keeps what it has, so that the result is never worse than a fixed-rate design that
     # fits the budget
-    for init in (_uniform_init(x, q, rate), _fixed_rate_init(x, q, M, rate, lengths)):
+    starts = (_uniform_init(x, q, rate, max_levels),
+              _fixed_rate_init(x, q, M, rate, lengths, max_levels))  # fmt: skip
+    for init in starts:
         lo, hi = math.log(d0 * 1e-9), math.log(d0 * 1e3)
         for _ in range(iters):
             mid = 0.5 * (lo + hi)
@@ -230,15 +239,19 @@ def ecsq_for_law(
     rate: float,
     n_points: int = 4000,
     lengths: Lengths = "entropy",
+    tau: float = 0.0,
+    max_levels: int = 401,
+    iters: int = 32,
 ) -> ECSQResult:
     """:func:`ecsq_design` for a fitted symmetric law (scipy names: ``norm``, ``laplace``,
     ``gennorm`` with ``beta``; ``loc``, ``scale``), discretised into about ``n_points`` cells
     (:func:`~gradcomp.quantization.rate_distortion.discretise`: the cells' conditional means
-    and probabilities). Levels and thresholds in units of x; distortion in x^(M+2)."""
+    and probabilities), restricted to ``|x - loc| >= tau`` (what top-K keeps; units of x).
+    Levels and thresholds in units of x; distortion in x^(M+2)."""
     law = _as_law(family, params)
-    x, p = discretise(law, M, n_points)
     scale, loc = law.scale, law.loc  # the unit law's x is (x - loc) / scale
-    unit = ecsq_design(x, p, M=M, rate=rate, lengths=lengths)
+    x, p = discretise(law, M, n_points, tau=tau / scale)
+    unit = ecsq_design(x, p, M=M, rate=rate, lengths=lengths, max_levels=max_levels, iters=iters)
     return ECSQResult(
         unit.levels * scale + loc, unit.thresholds * scale + loc, unit.probabilities,
         unit.lengths, unit.distortion * scale ** (M + 2), unit.rate, unit.lam, float(M),
