@@ -141,7 +141,7 @@ def test_y5_colours_are_the_default_configs_compressor_colours() -> None:
     s = styles.variant_styles(rows, kinds, curves)
     same = {"uniform": "uniform", "lloyd gennorm (same M)": "gennorm",
             "k-means (same M)": "kmeans", "lloyd gauss (M0)": "gauss",
-            "gaussian channel": "channel"}  # fmt: skip
+            "gaussian channel": "channel", "ecsq gennorm (same M)": "ecsq"}  # fmt: skip
     for label, name in same.items():
         assert DISTORTION_STUDY_COLORS[label].lower() == s[(name, 1, 0)].color.lower(), label
 

@@ -115,7 +115,7 @@ CODER_COLORS = coder_colors(L5_CODERS)
 
 
 #: Y5's quantizers (gradcomp.lossy.distortion_study), each in the colour its compressor has in
-#: the default config's paper-Y figures (uniform, gennorm, kmeans, gauss, channel); the
+#: the default config's paper-Y figures (uniform, gennorm, ecsq, kmeans, gauss, channel); the
 #: authors' survivors fit, which has no compressor of its own, in GenNorm's family's wine.
 DISTORTION_STUDY_COLORS = {
     "uniform": SERIES[1],
@@ -124,4 +124,5 @@ DISTORTION_STUDY_COLORS = {
     "k-means (same M)": SERIES[4],
     "lloyd gauss (M0)": SERIES[3],
     "gaussian channel": SERIES[5],
+    "ecsq gennorm (same M)": SERIES[7],
 }

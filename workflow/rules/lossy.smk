@@ -1,5 +1,5 @@
 # Paper Y: the central warm start, federated training with compressed updates, the Y5
-# distortion study, the one-round paired study, figures Y1-Y7, tables T3-T5. Each rule runs
+# distortion study, the one-round paired study, figures Y1-Y7, tables T3-T6. Each rule runs
 # the script of the same name, which makes one library call.
 
 localrules:
@@ -11,6 +11,7 @@ localrules:
     table_T3,
     table_T4,
     table_T5,
+    table_T6,
     table_verdicts,
 
 
@@ -324,6 +325,24 @@ rule table_T5:
         "../../envs/gradcomp.yaml"
     script:
         "../scripts/table_T5.py"
+
+
+rule table_T6:
+    input:
+        rd=expand("results/lossy/{model}/distortion_study.tsv", model=LOSSY.models),
+    output:
+        tsv=report("results/tables/T6.tsv", caption="../report/T6.rst", category="Paper Y", subcategory="tables"),
+        md="results/tables/T6.md",
+    log:
+        "results/logs/tables/T6.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/table_T6.py"
 
 
 rule table_verdicts:

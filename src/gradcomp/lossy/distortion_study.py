@@ -8,11 +8,17 @@ M-weighted distortion
 
     D_M = mean over entries of |g|^M (g - g_hat)^2      (units of g^(M+2))
 
-is measured (:func:`gradcomp.quantization.distortion.m_weighted_distortion`). The bound is
+is measured (:func:`gradcomp.quantization.distortion.m_weighted_distortion`), with the bits
+each spends: ``coded_bits``, the empirical entropy of its level indices on these entries
+(bits per kept entry: what an ideal entropy code of the indices spends, its table aside;
+the Gaussian test channel has no indices and counts its nominal R). The bound is
 the Blahut-Arimoto distortion-rate curve, under the same distortion, of the GenNorm fitted
 (loc 0) to the whole update tensor and restricted to ``|g| >= tau`` (tau: the smallest kept
 magnitude): the law of what is quantized. Only the points its discretised grid resolves
 are kept (``reliable`` in :func:`gradcomp.quantization.rate_distortion.distortion_rate_curve`).
+Each quantizer's distance to it (:func:`gradcomp.quantization.rd_gap.rd_gap`): ``gap_bits``,
+its coded bits minus R(D) at its distortion, and ``gap_db``, its distortion over D(R) at its
+coded bits in decibels (empty where the bound's resolved range does not reach).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from gradcomp.artifacts import write_tsv
+from gradcomp.reporting import write_table
+from gradcomp.coding.pmf import entropy_bits
+from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
 from gradcomp.compression.lloyd_quantizer import LloydQuantizer
@@ -35,26 +44,28 @@ from gradcomp.distributions import fit
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.quantization.distortion import m_weighted_distortion
 from gradcomp.quantization.rate_distortion import distortion_rate_curve
+from gradcomp.quantization.rd_gap import rd_gap
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BOUND", "distortion_study", "distortion_table", "kept_entries"]
+__all__ = ["BOUND", "distortion_study", "distortion_table", "kept_entries", "table_t6"]
 
 BOUND = "bound (GenNorm of the update, |g| >= tau)"
-COLUMNS = ("M", "quantizer", "rate_bits", "distortion")
+COLUMNS = ("M", "quantizer", "rate_bits", "coded_bits", "distortion", "gap_bits", "gap_db")
 
 
 def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):
     """Name -> value quantizer at ``rate`` bits: uniform min-max, GenNorm Lloyd under the
     same M (designed for the truncated update, and the authors' fit of the survivors),
-    weighted k-means of the data (same M), Gaussian Lloyd (M = 0) and the Gaussian
-    test channel."""
+    the entropy-constrained design of the same law at R coded bits (same M), weighted k-means
+    of the data (same M), Gaussian Lloyd (M = 0) and the Gaussian test channel."""
     quantizers: dict[str, ValueQuantizer] = {
         "uniform": UniformQuantizer(rate, slip=slip),
         "lloyd gennorm (same M)": LloydQuantizer(rate, "gennorm", M, slip=slip),
         "lloyd gennorm, survivors fit": LloydQuantizer(
             rate, "gennorm", M, fit_to="survivors", slip=slip
         ),
+        "ecsq gennorm (same M)": ECSQQuantizer(rate, "gennorm", M),
         "k-means (same M)": KMeansQuantizer(rate, M),
         "lloyd gauss (M0)": LloydQuantizer(rate, "norm", 0.0, slip=slip),
         "gaussian channel": GaussianChannel(rate, seed=seed, slip=slip),
@@ -84,12 +95,17 @@ def distortion_table(
         for rate in rates:
             for name, quantizer in study_quantizers(rate, M, slip=slip).items():
                 extra = {"full": whole} if quantizer.uses_full_tensor else {}
-                x_hat = quantizer.decode(quantizer.encode(x, "Y5 update", **extra))
+                sent = quantizer.encode(x, "Y5 update", **extra)
+                x_hat = quantizer.decode(sent)
+                coded = float(rate)  # the channel's nominal rate: it has no indices
+                if sent.indices is not None:
+                    coded = entropy_bits(np.bincount(sent.indices.cpu().numpy()))
                 rows.append(
                     {
                         "M": M,
                         "quantizer": name,
                         "rate_bits": float(rate),
+                        "coded_bits": coded,
                         "distortion": m_weighted_distortion(x, x_hat, M),
                     }
                 )
@@ -98,8 +114,12 @@ def distortion_table(
         with threadpool_limits(1):
             curve = distortion_rate_curve("gennorm", gennorm.params, M, rates=grid, tau=tau)
         curve = curve[curve["reliable"]]  # the points the discretisation resolves
+        for row in rows:
+            if row["M"] == M and len(curve) >= 2:
+                gap = rd_gap(row["coded_bits"], row["distortion"], curve)
+                row.update(gap_bits=gap.bits, gap_db=gap.db)
         rows += [
-            {"M": M, "quantizer": BOUND, "rate_bits": r, "distortion": d}
+            {"M": M, "quantizer": BOUND, "rate_bits": r, "coded_bits": r, "distortion": d}
             for r, d in zip(curve["rate_bits"], curve["distortion"], strict=True)
         ]
         log.info("Y5: M = %g done", M)
@@ -140,4 +160,25 @@ def distortion_study(
     kept, full = kept_entries(snapshot, tensor)
     table = distortion_table(kept, full, rates=rates, Ms=Ms, slip=slip)
     write_tsv(out_tsv, table)
+    return table
+
+
+def table_t6(paths: Sequence[str | Path], tsv: str | Path, md: str | Path) -> pd.DataFrame:
+    """T6: each quantizer's distance to the rate-distortion bound, from the distortion
+    studies ``paths`` (``results/lossy/{model}/distortion_study.tsv``, the model read from
+    the folder): per model, M, quantizer and designed rate R, its coded bits, its distortion
+    and its gaps (``gap_bits``, ``gap_db``; NaN, shown as a dash, where the bound's
+    resolved range does not reach), best (smallest gap in bits) first within each M."""
+    frames = []
+    for path in paths:
+        rd = pd.read_csv(path, sep="\t")
+        rd = rd[rd["quantizer"] != BOUND].assign(model=Path(path).parent.name)
+        frames.append(rd)
+    table = pd.concat(frames, ignore_index=True)
+    table = table.sort_values(["model", "M", "rate_bits", "gap_bits"], kind="stable",
+                              na_position="last")  # fmt: skip
+    table = table[["model", "M", "rate_bits", "quantizer", "coded_bits", "distortion",
+                   "gap_bits", "gap_db"]].rename(columns={"rate_bits": "R"})  # fmt: skip
+    write_table(table, tsv, md, title="T6: distance of each quantizer to the rate-distortion "
+                "bound (bits at its distortion, dB at its coded bits)")  # fmt: skip
     return table

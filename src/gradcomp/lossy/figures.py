@@ -192,15 +192,17 @@ def figure_y4(
 
 
 def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
-    """Y5: M-weighted distortion vs rate per quantizer, with the Blahut-Arimoto bound."""
+    """Y5: M-weighted distortion vs the coded bits each quantizer spends (its index
+    entropy), with the Blahut-Arimoto bound."""
     from gradcomp.palette import DISTORTION_STUDY_COLORS, assign
 
     rd = pd.read_csv(rd_tsv, sep="\t")
     points = rd[rd["quantizer"] != BOUND].assign(panel=lambda d: d["M"].map(lambda m: f"M = {m:g}"))
     bound = rd[rd["quantizer"] == BOUND].assign(panel=lambda d: d["M"].map(lambda m: f"M = {m:g}"))
     plots.plot_lines(
-        points, x="rate_bits", y="distortion", hue="quantizer", col="panel", png_path=png,
+        points, x="coded_bits", y="distortion", hue="quantizer", col="panel", png_path=png,
         palette=assign(list(dict.fromkeys(points["quantizer"])), DISTORTION_STUDY_COLORS),
-        log_y=True, reference=bound, col_wrap=2, xlabel="rate R (bits per kept entry)",
+        log_y=True, reference=bound, col_wrap=2,
+        xlabel="coded bits per kept entry (index entropy)",
         ylabel="mean |g|^M (g - ĝ)^2", title=title,
     )  # fmt: skip

@@ -46,7 +46,9 @@ from gradcomp.quantization.level_quantizer import LevelQuantizer
 from gradcomp.quantization.rate_distortion import discretise
 from gradcomp.quantization.symmetric_law import _as_law
 
-__all__ = ["RATE_TOL", "ECSQResult", "ecsq_design", "ecsq_for_law", "lagrangian_design"]
+__all__ = [
+    "RATE_TOL", "ECSQResult", "cells_of", "ecsq_design", "ecsq_for_law", "lagrangian_design",
+]  # fmt: skip
 
 Lengths = Literal["entropy", "huffman"]
 #: How far above its target (bits per entry) a design's rate may be: float noise, so that a
@@ -186,6 +188,81 @@ def _fixed_rate_init(
     return out
 
 
+def cells_of(
+    x: np.ndarray, q: np.ndarray, M: float, thresholds: np.ndarray, lengths: Lengths = "entropy"
+) -> ECSQResult:
+    """The quantizer of the cells between ``thresholds`` (sorted) on points ``x`` (sorted)
+    of probabilities ``q``: each level its cell's ``|x|^M``-weighted centroid (a cell
+    without weight: its plain mean), empty cells dropped (``lam`` NaN, no iterations)."""
+    w = np.abs(x) ** M if M else np.ones_like(x)
+    sums = [np.concatenate([[0.0], np.cumsum(v)]) for v in (q, q * w, q * w * x, q * w * x * x,
+                                                           q * x)]  # fmt: skip
+    cuts = np.concatenate([[0], np.searchsorted(x, thresholds, side="right"), [x.size]])
+    p, W, WX, WX2, X = (np.diff(c[cuts]) for c in sums)
+    used = p > 0
+    p, W, WX, WX2, X = p[used], W[used], WX[used], WX2[used], X[used]
+    heavy = W > 0
+    y = np.where(heavy, WX / np.where(heavy, W, 1.0), X / p)
+    d = float(np.sum(WX2 - 2 * y * WX + y * y * W))
+    inner = thresholds[used[1:] & used[:-1]] if used.all() else _kept_bounds(thresholds, used)
+    ell = _code_lengths(p, lengths) if p.size > 1 else np.zeros(1)
+    return ECSQResult(y, inner, p, ell, max(d, 0.0), float(np.sum(p * ell)), math.nan, float(M), 0)
+
+
+def _kept_bounds(thresholds: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """The thresholds between the non-empty cells: an empty cell's two bounds become one,
+    midway (the points it would hold go to the nearer neighbour)."""
+    bounds = np.concatenate([[-np.inf], thresholds, [np.inf]])
+    kept = np.flatnonzero(used)
+    out = [0.5 * (bounds[a + 1] + bounds[b]) if b > a + 1 else bounds[a + 1]
+           for a, b in zip(kept[:-1], kept[1:], strict=True)]  # fmt: skip
+    return np.asarray(out, dtype=np.float64)
+
+
+def _uniform_threshold_design(
+    x: np.ndarray, q: np.ndarray, M: float, rate: float, lengths: Lengths, max_levels: int,
+    iters: int,
+) -> ECSQResult | None:
+    """The best design with uniform thresholds (step ``Delta``, a zero cell ``z Delta`` wide
+    for z in 1..3: the uniform quantizer with a dead zone, what the entropy-constrained
+    design tends to at high rate) and centroid levels whose rate fits, ``Delta`` on a log
+    grid (finer with ``iters``); None when none fits. The generalized Lloyd iterations stop in local optima
+    at high rate; this family does not."""
+    span, hole = float(np.max(np.abs(x))), float(np.min(np.abs(x)))
+    if not span > 0:
+        return None
+    # with a hole around zero (top-K's |x| >= tau) the cells start at its edge, each side
+    # its own first cell, split at zero
+    budget = (max_levels - 1) // 2 if hole == 0 else max_levels // 2 - 1
+    zero = np.zeros(1 if hole > 0 else 0)
+    best = None
+    # a scan, not a bisection: the rate need not fall as the step grows (the tail's cells,
+    # the hole), and 2^-12 apart in log2 step is ~0.01 bits apart at high rate
+    steps = span * 2.0 ** -np.linspace(0.0, 14.0, 14 * 2 ** (iters // 8) + 1)
+    for z in (1.0, 1.5, 2.0, 3.0):
+        for step in steps:
+            half = _half_thresholds(hole + z * step / 2, step, span, budget)
+            got = cells_of(x, q, M, np.concatenate([-half[::-1], zero, half]), lengths)
+            if got.rate <= rate + RATE_TOL and (best is None or got.distortion < best.distortion):
+                best = got
+    return best
+
+
+def _half_thresholds(first: float, step: float, span: float, budget: int) -> np.ndarray:
+    """At most ``budget`` positive thresholds: ``first + k step`` up to ``span``, the last
+    ones doubling instead when the budget cannot reach ``span`` in steps (the tails' cells
+    wider, so that few levels cover them)."""
+    n = int((span - first) / step) + 1
+    if n <= budget:
+        return first + step * np.arange(max(n, 0))
+    for inner in range(budget, 0, -1):
+        last = first + step * (inner - 1)
+        tail = max(0, math.ceil(math.log2(span / last))) if last > 0 else budget
+        if inner + tail <= budget:
+            return np.concatenate([first + step * np.arange(inner), last * 2.0 ** np.arange(1, tail + 1)])
+    return np.array([first])
+
+
 def ecsq_design(
     x: np.ndarray,
     q: np.ndarray,
@@ -228,6 +305,9 @@ def ecsq_design(
                     best = got
             else:
                 lo = mid
+    uniform = _uniform_threshold_design(x, q, M, rate, lengths, max_levels, iters)
+    if uniform is not None and uniform.distortion < best.distortion:
+        best = uniform
     return best
 
 
@@ -242,16 +322,30 @@ def ecsq_for_law(
     tau: float = 0.0,
     max_levels: int = 401,
     iters: int = 32,
+    fine_points: int = 20_000,
 ) -> ECSQResult:
     """:func:`ecsq_design` for a fitted symmetric law (scipy names: ``norm``, ``laplace``,
     ``gennorm`` with ``beta``; ``loc``, ``scale``), discretised into about ``n_points`` cells
     (:func:`~gradcomp.quantization.rate_distortion.discretise`: the cells' conditional means
     and probabilities), restricted to ``|x - loc| >= tau`` (what top-K keeps; units of x).
-    Levels and thresholds in units of x; distortion in x^(M+2)."""
+    The design found on those cells and the best uniform-threshold design are then judged
+    on ``fine_points`` cells (levels re-centred there): a coarse grid cannot tell designs
+    of many levels apart, the fine one is cheap for a fixed set of thresholds. Levels and
+    thresholds in units of x; distortion in x^(M+2)."""
     law = _as_law(family, params)
     scale, loc = law.scale, law.loc  # the unit law's x is (x - loc) / scale
     x, p = discretise(law, M, n_points, tau=tau / scale)
     unit = ecsq_design(x, p, M=M, rate=rate, lengths=lengths, max_levels=max_levels, iters=iters)
+    if rate > 0 and fine_points > n_points:
+        xf, pf = discretise(law, M, fine_points, tau=tau / scale)
+        fits = [c for c in (cells_of(xf, pf, M, unit.thresholds, lengths),
+                            _uniform_threshold_design(xf, pf, M, rate, lengths, max_levels,
+                                                      iters))
+                if c is not None and c.rate <= rate + RATE_TOL]  # fmt: skip
+        if fits:
+            best = min(fits, key=lambda c: c.distortion)
+            unit = ECSQResult(best.levels, best.thresholds, best.probabilities, best.lengths,
+                              best.distortion, best.rate, unit.lam, float(M), unit.iterations)  # fmt: skip
     return ECSQResult(
         unit.levels * scale + loc, unit.thresholds * scale + loc, unit.probabilities,
         unit.lengths, unit.distortion * scale ** (M + 2), unit.rate, unit.lam, float(M),
