@@ -17,7 +17,7 @@ RATES = [1, 2]
 MS = [0.0, 2.0]
 QUANTIZERS = {
     "uniform", "lloyd gennorm (same M)", "lloyd gennorm, survivors fit", "k-means (same M)",
-    "lloyd gauss (M0)", "gaussian channel",
+    "lloyd gauss (M0)", "gaussian channel", "ecsq gennorm (same M)",
 }  # fmt: skip
 
 
@@ -63,7 +63,8 @@ def points(table: pd.DataFrame, name: str, M: float) -> pd.Series:
 
 @pytest.mark.slow
 def test_table_columns_and_rows(table):
-    assert list(table.columns) == ["M", "quantizer", "rate_bits", "distortion"]
+    assert list(table.columns) == ["M", "quantizer", "rate_bits", "coded_bits", "distortion",
+                                   "gap_bits", "gap_db"]  # fmt: skip
     assert set(table["quantizer"]) == QUANTIZERS | {BOUND}
     measured = table[table["quantizer"] != BOUND]
     assert len(measured) == len(MS) * len(RATES) * len(QUANTIZERS)
@@ -197,3 +198,59 @@ def test_distortion_study_writes_the_table(tmp_path, monkeypatch):
     out = tmp_path / "y5" / "distortion_study.tsv"
     table = distortion_study(path, out, tensor="w", rates=[3], Ms=[2.0])
     pd.testing.assert_frame_equal(pd.read_csv(out, sep="\t"), table)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("M", MS)
+@pytest.mark.parametrize("R", RATES)
+def test_uniform_coded_bits_and_gaps_by_hand(table, values, M, R):
+    """Uniform's coded bits are the entropy of its nearest-level labels (counted here with
+    numpy's histogram of the labels), and its gaps are read off the bound's rows by hand:
+    log-linear interpolation of D(R) at its bits, and of R(D) at its distortion (planted
+    bugs: the nominal R as its bits; the gap against another M's bound)."""
+    lo, hi = (float(np.float32(v)) for v in (values.min(), values.max()))
+    levels = np.linspace(lo, hi, 2**R)
+    labels = np.argmin(np.abs(values[:, None] - levels[None, :]), axis=1)
+    p = np.unique(labels, return_counts=True)[1] / values.size
+    bits = float(-(p * np.log2(p)).sum())
+    row = table[(table["quantizer"] == "uniform") & (table["M"] == M) & (table["rate_bits"] == R)]
+    assert row["coded_bits"].item() == pytest.approx(bits, abs=1e-12)
+    bound = table[(table["quantizer"] == BOUND) & (table["M"] == M)].sort_values("rate_bits")
+    r, log_d = bound["rate_bits"].to_numpy(), np.log(bound["distortion"].to_numpy())
+    d = row["distortion"].item()
+    if r[0] <= bits <= r[-1]:
+        expected_db = 10 * (np.log(d) - np.interp(bits, r, log_d)) / np.log(10)
+        assert row["gap_db"].item() == pytest.approx(expected_db, abs=1e-9)
+    else:
+        assert np.isnan(row["gap_db"].item())
+    if log_d[-1] <= np.log(d) <= log_d[0]:
+        expected_bits = bits - np.interp(np.log(d), log_d[::-1], r[::-1])
+        assert row["gap_bits"].item() == pytest.approx(expected_bits, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_the_entropy_constrained_design_is_nearer_the_bound_than_lloyd_at_two_bits(table):
+    """At R = 2 on GenNorm entries the design made for coded bits is closer to the bound in
+    bits than the fixed-rate GenNorm Lloyd of the same M (what T6 shows on the real update)."""
+    at = table[table["rate_bits"] == 2].set_index(["M", "quantizer"])["gap_bits"]
+    for M in MS:
+        assert at[(M, "ecsq gennorm (same M)")] < at[(M, "lloyd gennorm (same M)")], M
+
+
+def test_t6_ranks_each_quantizer_by_its_gap(tmp_path):
+    """T6 from two models' distortion studies: the bound's rows dropped, the model from the
+    folder, within a model, M and R the smallest gap first and an unreached gap (NaN) last."""
+    rows = pd.DataFrame({
+        "M": [0, 0, 0, 0], "quantizer": ["a", "b", "c", BOUND], "rate_bits": [2.0] * 4,
+        "coded_bits": [1.9, 2.0, 1.0, 2.0], "distortion": [1.0, 2.0, 3.0, 0.5],
+        "gap_bits": [0.3, 0.1, np.nan, np.nan], "gap_db": [1.0, 0.5, np.nan, np.nan],
+    })  # fmt: skip
+    paths = []
+    for model in ("cnn", "resnet"):
+        (tmp_path / model).mkdir()
+        rows.to_csv(tmp_path / model / "distortion_study.tsv", sep="\t", index=False)
+        paths.append(tmp_path / model / "distortion_study.tsv")
+    t6 = study.table_t6(paths, tmp_path / "T6.tsv", tmp_path / "T6.md")
+    assert list(t6["model"]) == ["cnn"] * 3 + ["resnet"] * 3
+    assert list(t6["quantizer"]) == ["b", "a", "c"] * 2
+    assert "–" in (tmp_path / "T6.md").read_text()  # NaN shown as a dash, not "nan"

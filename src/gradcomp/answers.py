@@ -1,6 +1,7 @@
 """Both papers' questions answered in one short table, from the run's own tables.
 
-:func:`answers` reads T1 and T2 (paper L) and verdicts.tsv (paper Y) from a tables folder and
+:func:`answers` reads T1 and T2 (paper L), verdicts.tsv (paper Y) and T6 (the distance to the
+rate-distortion limit) from a tables folder and
 gives one row per question: the question in the paper's words, the paper's answer, this
 study's answer (a verdict word where a question was tested), the number behind it and
 where it comes from. The workflow writes it as ``results/tables/answers.md``; the README
@@ -106,6 +107,13 @@ PAPER_Y = [
     ("... at four bits per kept value", "", "gennorm R4 M2 on top-K 45.2% vs uniform M0, kept set"),
     ("Does M = 2 buy more than M = 0 at one bit?", "M > 0 spends resolution on large entries",
      "gennorm R1 M2 on top-K 45.2% vs gennorm M0, kept set"),
+    ("(beyond both papers) Does the quantizer made for coded bits (entropy-constrained, M = 2) "
+     "beat GenNorm Lloyd M = 2 at the same bits? 2 target bits per kept value", "",
+     "ecsq R2 M2 on top-K 45.2% vs gennorm M2, kept set"),
+    ("... 3 target bits per kept value", "", "ecsq R3 M2 on top-K 45.2% vs gennorm M2, kept set"),
+    ("... and uniform? 2 target bits per kept value", "",
+     "ecsq R2 M2 on top-K 45.2% vs uniform M0, kept set"),
+    ("... 3 target bits per kept value", "", "ecsq R3 M2 on top-K 45.2% vs uniform M0, kept set"),
 ]  # fmt: skip
 
 
@@ -140,6 +148,30 @@ def _paper_y(verdicts: pd.DataFrame | None) -> list[dict[str, str]]:
     return rows
 
 
+def _limit(t6: pd.DataFrame | None) -> list[dict[str, str]]:
+    """How near the rate-distortion bound the nearest quantizer gets, per M (first model),
+    from T6: the quantizer nearest at the most designed rates, its gaps there."""
+    if t6 is None or t6.empty or t6["gap_bits"].isna().all():
+        return []
+    t6 = t6[t6["model"] == sorted(t6["model"])[0]].dropna(subset=["gap_bits"])
+    parts = []
+    for M, rows in t6.groupby("M"):
+        nearest = rows.loc[rows.groupby("R")["gap_bits"].idxmin()]
+        counts = nearest["quantizer"].value_counts()
+        name = min(counts.index, key=lambda n: (-counts[n], n))  # a tie: the first name
+        own = nearest[nearest["quantizer"] == name]["gap_bits"]
+        parts.append(f"M = {M:g}: {name}, nearest at {len(own)} of {len(nearest)} rates, "
+                     f"{own.min():.2f}-{own.max():.2f} bits above R(D)")  # fmt: skip
+    return [{
+        "question": "(beyond both papers) How near the rate-distortion limit does the best "
+        "quantizer get, on a real update tensor?",
+        "the paper": "",
+        "this study": "see the number",
+        "the number [95% interval]": "; ".join(parts) + " (one tensor, no interval)",
+        "from": "T6",
+    }]  # fmt: skip
+
+
 def _read(folder: Path, name: str) -> pd.DataFrame | None:
     path = folder / f"{name}.tsv"
     return pd.read_csv(path, sep="\t") if path.exists() else None
@@ -147,12 +179,13 @@ def _read(folder: Path, name: str) -> pd.DataFrame | None:
 
 def answers(tables: str | Path) -> pd.DataFrame:
     """One row per question (module doc) from the tables folder ``tables`` (T1.tsv, T2.tsv,
-    verdicts.tsv; any of them may be missing)."""
+    verdicts.tsv, T6.tsv; any of them may be missing)."""
     folder = Path(tables)
     verdicts = _read(folder, "verdicts")
     if verdicts is not None and "model" in verdicts:
         verdicts = verdicts[verdicts["model"] == sorted(verdicts["model"])[0]]
     rows = _paper_l(_read(folder, "T1"), _read(folder, "T2")) + _paper_y(verdicts)
+    rows += _limit(_read(folder, "T6"))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

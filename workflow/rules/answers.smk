@@ -13,6 +13,7 @@ rule table_answers:
         t1="results/tables/T1.tsv",
         t2="results/tables/T2.tsv",
         verdicts="results/tables/verdicts.tsv",
+        t6="results/tables/T6.tsv",
     output:
         md=report("results/tables/answers.md", caption="../report/answers.rst", category="Answers"),
     log:

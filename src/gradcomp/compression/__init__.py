@@ -18,7 +18,8 @@ The kinds, one per module: :mod:`~gradcomp.compression.lloyd_quantizer` (paper Y
 model-based quantizer), :mod:`~gradcomp.compression.kmeans_quantizer` (the data-optimal
 reference), :mod:`~gradcomp.compression.gaussian_channel` (the rate-distortion reference),
 :mod:`~gradcomp.compression.float8`, :mod:`~gradcomp.compression.tcq_quantizer` (trellis-coded
-quantization) and :mod:`~gradcomp.compression.count_sketch` (on the hashes of
+quantization), :mod:`~gradcomp.compression.ecsq_quantizer` (entropy-constrained, for the coded
+bits) and :mod:`~gradcomp.compression.count_sketch` (on the hashes of
 :mod:`~gradcomp.compression.sketch_hash`; FetchSGD's protocol, users sketch and the server sums, in
 :mod:`~gradcomp.compression.fetchsgd`).
 

@@ -214,7 +214,7 @@ class TensorCompressor:
         payload = TensorPayload(sel.indices, sel.method, sel.pos_bits, quantized, raw=self.raw)
         if self.huffman and quantized.indices is not None and quantized.n:
             idx = quantized.indices.cpu().numpy()
-            # a level kind's alphabet (ecsq's covers more than the levels its design uses)
+            # a level kind's alphabet (it may cover more levels than a design uses)
             n_levels = max(len(cast(np.ndarray, quantized.levels)), self.quantizer.n_symbols())
             code = self.entropy_coder(np.bincount(idx, minlength=n_levels))
             payload.bitstream, payload.code = code.encode(idx), code

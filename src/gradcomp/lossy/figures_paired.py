@@ -132,16 +132,22 @@ def y7_panels(
     *,
     baseline: str | None,
     base_names: set[str],
+    curves: dict[str, str] | None = None,
 ) -> dict[str, list[tuple[str | None, list[str]]]]:
     """Y7's panels per part (:data:`Y7_PARTS`), each (title, compressors drawn in it):
     part ``a`` the compressors on the baseline's kept set (the entries joining its curve in
     one panel, the baseline's), ``b`` the dense ones, ``c`` every other kept set (the
     baseline's curve on those sets in one panel). ``kept_sets``: compressor -> kept set
-    (:func:`gradcomp.lossy.matched_bits.kept_set_of`); ``names`` in config order.
+    (:func:`gradcomp.lossy.matched_bits.kept_set_of`); ``names`` in config order; ``curves``
+    (name -> its rate curve): an entry that joins another's curve on the same kept set is
+    drawn in that curve's panel.
 
     >>> y7_panels(["u", "u10", "g", "q"], {"u": "top-K 45.2%", "u10": "top-K 10%",
     ...     "g": "top-K 45.2%", "q": "dense"}, baseline="u", base_names={"u", "u10"})
     {'a': [('u', ['u']), ('g', ['g'])], 'b': [('q', ['q'])], 'c': [('u: other kept sets', ['u10'])]}
+    >>> y7_panels(["u", "g", "g15"], dict.fromkeys(["u", "g", "g15"], "top-K 45.2%"),
+    ...     baseline="u", base_names={"u"}, curves={"g15": "g"})["a"]
+    [('u', ['u']), ('g', ['g', 'g15'])]
     """
     home = kept_sets.get(baseline, "") if baseline is not None else ""
     # a title is None where the baseline's panel has no baseline to name
@@ -156,7 +162,12 @@ def y7_panels(
                 title = baseline if part == "a" else f"{baseline}: other kept sets"
                 parts[part].append((title, joined[part]))
         else:
-            parts[part].append((name, [name]))
+            curve = (curves or {}).get(name, name)
+            home_panel = [p for p in parts[part] if p[0] == curve] if curve != name else []
+            if home_panel:
+                home_panel[0][1].append(name)
+            else:
+                parts[part].append((name, [name]))
     return parts
 
 
@@ -202,7 +213,8 @@ def figure_y7(
         )
     front = _operational_curve(stats, base_names)
     names = facets.compressors(data, quantizers)
-    panels = y7_panels(names, dict(kept_sets or {}), baseline=baseline, base_names=base_names)
+    panels = y7_panels(names, dict(kept_sets or {}), baseline=baseline, base_names=base_names,
+                       curves=joins)  # fmt: skip
     refs = list(dict.fromkeys(config_order(facets.references(data, quantizers),
                                            quantizers)["compressor"]))  # fmt: skip
     bits = [t[0] for curve in stats.values() for t in curve]

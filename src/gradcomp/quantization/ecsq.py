@@ -251,7 +251,7 @@ def _uniform_threshold_design(
 def _half_thresholds(first: float, step: float, span: float, budget: int) -> np.ndarray:
     """At most ``budget`` positive thresholds: ``first + k step`` up to ``span``, the last
     ones doubling instead when the budget cannot reach ``span`` in steps (the tails' cells
-    wider, so that few levels cover them)."""
+    wider, so that few levels cover them; doubling from ``first`` when even that cannot)."""
     n = int((span - first) / step) + 1
     if n <= budget:
         return first + step * np.arange(max(n, 0))
@@ -259,8 +259,9 @@ def _half_thresholds(first: float, step: float, span: float, budget: int) -> np.
         last = first + step * (inner - 1)
         tail = max(0, math.ceil(math.log2(span / last))) if last > 0 else budget
         if inner + tail <= budget:
-            return np.concatenate([first + step * np.arange(inner), last * 2.0 ** np.arange(1, tail + 1)])
-    return np.array([first])
+            return np.concatenate([first + step * np.arange(inner),
+                                   last * 2.0 ** np.arange(1, tail + 1)])  # fmt: skip
+    return first * 2.0 ** np.arange(budget)  # doubling all the way, the last cell open
 
 
 def ecsq_design(
