@@ -87,6 +87,7 @@ def test_the_limit_row_names_the_quantizer_nearest_the_bound_at_most_rates(tmp_p
                  {"model": "zzz", "M": 2, "R": R, "quantizer": "b", "gap_bits": 0.01}]  # fmt: skip
     pd.DataFrame(rows).to_csv(tmp_path / "T6.tsv", sep="\t", index=False)
     row = answers(tmp_path).set_index("from").loc["T6"]
+    assert row["this study"] == "a nearest"
     assert "M = 2: a, nearest at 3 of 4 rates, 0.10-0.15 bits above R(D)" in (
         row["the number [95% interval]"]
     )

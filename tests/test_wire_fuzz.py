@@ -28,6 +28,8 @@ SPECS = {
     "scaled_sign": {"quantizer": "scaled_sign", "sparsifier": "none", "min_entries": 50},
     "float8": {"quantizer": "float8", "topk": 0.5, "min_entries": 50},
     "tcq": {"quantizer": "tcq", "family": "gennorm", "rate": 1, "topk": 0.3, "min_entries": 50},
+    "ecsq": {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, "topk": 0.3,
+             "min_entries": 50},
     "randomk": {"quantizer": "none", "sparsifier": "randomk", "topk": 0.2, "min_entries": 50},
     "powersgd": {"compressor": "powersgd", "rate": 2},
     "count_sketch": {"compressor": "count_sketch", "rate": 100},

@@ -154,19 +154,20 @@ def _limit(t6: pd.DataFrame | None) -> list[dict[str, str]]:
     if t6 is None or t6.empty or t6["gap_bits"].isna().all():
         return []
     t6 = t6[t6["model"] == sorted(t6["model"])[0]].dropna(subset=["gap_bits"])
-    parts = []
+    parts, winners = [], []
     for M, rows in t6.groupby("M"):
         nearest = rows.loc[rows.groupby("R")["gap_bits"].idxmin()]
         counts = nearest["quantizer"].value_counts()
         name = min(counts.index, key=lambda n: (-counts[n], n))  # a tie: the first name
         own = nearest[nearest["quantizer"] == name]["gap_bits"]
+        winners.append(name)
         parts.append(f"M = {M:g}: {name}, nearest at {len(own)} of {len(nearest)} rates, "
                      f"{own.min():.2f}-{own.max():.2f} bits above R(D)")  # fmt: skip
     return [{
         "question": "(beyond both papers) How near the rate-distortion limit does the best "
         "quantizer get, on a real update tensor?",
         "the paper": "",
-        "this study": "see the number",
+        "this study": " / ".join(dict.fromkeys(winners)) + " nearest",
         "the number [95% interval]": "; ".join(parts) + " (one tensor, no interval)",
         "from": "T6",
     }]  # fmt: skip
