@@ -17,7 +17,7 @@ RATES = [1, 2]
 MS = [0.0, 2.0]
 QUANTIZERS = {
     "uniform", "lloyd gennorm (same M)", "lloyd gennorm, survivors fit", "k-means (same M)",
-    "lloyd gauss (M0)", "gaussian channel", "ecsq gennorm (same M)",
+    "lloyd gauss (M0)", "gaussian channel", "ecsq gennorm (same M)", "ecsq data (same M)",
 }  # fmt: skip
 
 

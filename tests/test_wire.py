@@ -64,7 +64,7 @@ LEVEL_KINDS = ("uniform", "lloyd", "kmeans", "float8", "terngrad", "scaled_sign"
 
 
 QUANTIZER_KINDS = ("none", "float16", "float8", "uniform", "lloyd", "kmeans", "gaussian_channel",
-                   "qsgd", "terngrad", "scaled_sign", "tcq", "ecsq")  # fmt: skip
+                   "qsgd", "terngrad", "scaled_sign", "tcq", "ecsq", "ecsq_data")  # fmt: skip
 
 
 def test_the_property_tests_cover_every_registered_quantizer_kind() -> None:
@@ -91,9 +91,9 @@ def quantizer_specs(draw, kind: str, sparsifier: str) -> dict:
         spec["slip"] = draw(st.booleans())
     if kind in ("lloyd", "tcq", "ecsq"):
         spec["family"] = draw(st.sampled_from(("norm", "laplace", "gennorm", "dweibull")))
-    if kind in ("lloyd", "kmeans", "tcq", "ecsq"):
+    if kind in ("lloyd", "kmeans", "tcq", "ecsq", "ecsq_data"):
         spec["M"] = draw(st.sampled_from((0, 2)))
-    if kind == "ecsq":  # designed for its Huffman code: no fixed-width indices
+    if kind in ("ecsq", "ecsq_data"):  # designed for its Huffman code: no fixed-width indices
         spec.update(rate=draw(st.integers(1, 3)), huffman=True)
         if draw(st.booleans()):
             spec["target_bits"] = spec["rate"] - draw(st.sampled_from((0.0, 0.5)))
@@ -472,7 +472,7 @@ def test_a_federated_run_decoded_from_bytes_trains_as_the_senders_reconstruction
 #: kind gets a new code; this record grows, it is never edited).
 ASSIGNED = {
     "none": 1, "float16": 2, "float8": 3, "uniform": 4, "lloyd": 5, "kmeans": 6,
-    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12,
+    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12, "ecsq_data": 13,
     "powersgd": 32, "count_sketch": 33,
 }  # fmt: skip
 

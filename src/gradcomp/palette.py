@@ -116,7 +116,8 @@ CODER_COLORS = coder_colors(L5_CODERS)
 
 #: Y5's quantizers (gradcomp.lossy.distortion_study), each in the colour its compressor has in
 #: the default config's paper-Y figures (uniform, gennorm, ecsq, kmeans, gauss, channel); the
-#: authors' survivors fit, which has no compressor of its own, in GenNorm's family's wine.
+#: authors' survivors fit, which has no compressor of its own, in GenNorm's family's wine; ECSQ
+#: of the data, not in the default config, in a colour Y5 does not use otherwise.
 DISTORTION_STUDY_COLORS = {
     "uniform": SERIES[1],
     "lloyd gennorm (same M)": SERIES[2],
@@ -125,4 +126,5 @@ DISTORTION_STUDY_COLORS = {
     "lloyd gauss (M0)": SERIES[3],
     "gaussian channel": SERIES[5],
     "ecsq gennorm (same M)": SERIES[7],
+    "ecsq data (same M)": SERIES[6],
 }

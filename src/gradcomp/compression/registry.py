@@ -7,6 +7,7 @@ sketch), which take a whole update themselves."""
 from __future__ import annotations
 
 from gradcomp.compression.count_sketch import CountSketch
+from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.float8 import Float8
 from gradcomp.compression.gaussian_channel import GaussianChannel
@@ -42,6 +43,7 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
         ScaledSign,
         TCQQuantizer,
         ECSQQuantizer,
+        ECSQDataQuantizer,
     )
 }
 

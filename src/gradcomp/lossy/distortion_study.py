@@ -35,6 +35,7 @@ from threadpoolctl import threadpool_limits
 from gradcomp.artifacts import write_tsv
 from gradcomp.reporting import write_table
 from gradcomp.coding.pmf import entropy_bits
+from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.gaussian_channel import GaussianChannel
 from gradcomp.compression.kmeans_quantizer import KMeansQuantizer
@@ -57,7 +58,8 @@ COLUMNS = ("M", "quantizer", "rate_bits", "coded_bits", "distortion", "gap_bits"
 def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):
     """Name -> value quantizer at ``rate`` bits: uniform min-max, GenNorm Lloyd under the
     same M (designed for the truncated update, and the authors' fit of the survivors),
-    the entropy-constrained design of the same law at R coded bits (same M), weighted k-means
+    the entropy-constrained design of the same law at R coded bits and of the data (same M),
+    weighted k-means
     of the data (same M), Gaussian Lloyd (M = 0) and the Gaussian test channel."""
     quantizers: dict[str, ValueQuantizer] = {
         "uniform": UniformQuantizer(rate, slip=slip),
@@ -66,6 +68,7 @@ def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):
             rate, "gennorm", M, fit_to="survivors", slip=slip
         ),
         "ecsq gennorm (same M)": ECSQQuantizer(rate, "gennorm", M),
+        "ecsq data (same M)": ECSQDataQuantizer(rate, M),
         "k-means (same M)": KMeansQuantizer(rate, M),
         "lloyd gauss (M0)": LloydQuantizer(rate, "norm", 0.0, slip=slip),
         "gaussian channel": GaussianChannel(rate, seed=seed, slip=slip),
