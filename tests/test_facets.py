@@ -90,13 +90,13 @@ def paper_inputs(tmp_path):
 
 @pytest.mark.slow
 def test_paper_scale_figures_are_bounded(tmp_path, monkeypatch) -> None:
-    """With config/paper.yaml's 70 variants: every figure at most 13.5 inches wide (four
+    """With config/paper.yaml's 72 variants: every figure at most 13.5 inches wide (four
     3-inch panels and the references' legend), and no legend taller than the panel it sits
     in (a figure legend: than the tallest panel), measured on the drawn figure before it is
     saved. Planted bugs: one panel per rate in one row (Y6 was 3,170 pixels wide), one
     legend of every variant (60 entries, taller than the panels)."""
     rounds, tables, quantizers, n = paper_inputs(tmp_path)
-    assert n == 70
+    assert n == 72
     seen = {}
     save = plots.save_figure
 

@@ -130,8 +130,8 @@ def test_paper_y_tables_have_every_variant(smoke: Path) -> None:
     baseline = PAPER["lossy"]["baseline"]
     expected = {c for c in CURVES if c[0] != baseline}
     assert set(zip(t5["curve"], t5["M"], strict=True)) == expected
-    verdicts = read(smoke, "verdicts")  # one per rate of paper.yaml's 8 entries, seeds as units
-    assert len(PAPER["lossy"]["verdicts"]["questions"]) == 8
+    verdicts = read(smoke, "verdicts")  # one per rate of paper.yaml's 10 entries, seeds as units
+    assert len(PAPER["lossy"]["verdicts"]["questions"]) == 10
     assert len(verdicts) == QUESTIONS
     assert (verdicts["design"] == "seeds").all()
     rd = pd.read_csv(smoke / "results/lossy/cnn/distortion_study.tsv", sep="\t")
