@@ -66,6 +66,7 @@ SPECS = {
     "lloyd_gennorm": {"quantizer": "lloyd", "family": "gennorm", "rate": 2, "M": 2, **SMALL},
     "kmeans": {"quantizer": "kmeans", "rate": 2, "M": 2, **SMALL},
     "tcq": {"quantizer": "tcq", "family": "gennorm", "rate": 2, "states": 4, **SMALL},
+    "ecsq": {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, **SMALL},
     "gaussian_channel": {"quantizer": "gaussian_channel", "rate": 3, **SMALL},
     "qsgd": {"quantizer": "qsgd", "rate": 4, **SMALL},
     "terngrad": {"quantizer": "terngrad", **SMALL},
