@@ -277,15 +277,16 @@ def ecsq_design(
     """The design on points ``x`` with probabilities ``q`` of least distortion among those
     whose rate is not above ``rate`` bits per entry (``lam`` by bisection in log space,
     ``iters`` steps, from two starts) and with at most ``max_levels`` levels (an alphabet
-    the coder covers; at least 3). ``x`` need not be sorted; a rate of 0 gives one level."""
+    the coder covers; at least 3). ``x`` need not be sorted; a rate of 0, or points all
+    equal, give one level."""
     if max_levels < 3:
         raise ValueError(f"max_levels must be at least 3, got {max_levels}")
     order = np.argsort(x, kind="stable")
     x = np.asarray(x, dtype=np.float64)[order]
     q = np.asarray(q, dtype=np.float64)[order]
     q = q / q.sum()
-    if rate <= 0:
-        return lagrangian_design(x, q, M, 1.0, np.zeros(1), lengths=lengths)
+    if rate <= 0 or x[0] == x[-1]:  # no rate, or one value: one level
+        return lagrangian_design(x, q, M, 1.0, x[:1].copy(), lengths=lengths)
     w = np.abs(x) ** M if M else np.ones_like(x)
     d0 = float(np.sum(q * w * x**2))  # the distortion of one level at zero
     best = lagrangian_design(x, q, M, d0 * 1e3, np.zeros(1), lengths=lengths)
