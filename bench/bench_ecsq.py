@@ -7,7 +7,8 @@ tensor and round, as in a federated run: no design is reused), in CPU seconds
 (``time.process_time``, one thread), best of ``--repeat``; the ratio ECSQ / Lloyd is the
 number to read. Both at the same designed rate R and M.
 
-    python bench/bench_ecsq.py results/lossy/cnn/gennorm/R4_M2/seed0/update.safetensors --rates 2 3 --M 2
+    python bench/bench_ecsq.py results/lossy/cnn/gennorm/R4_M2/seed0/update.safetensors \
+        --rates 2 3 --M 2
 """
 
 from __future__ import annotations

@@ -81,13 +81,15 @@ def test_the_limit_row_names_the_quantizer_nearest_the_bound_at_most_rates(tmp_p
     its gaps there; unreached gaps (NaN) are not counted (planted bug: the mean gap over all
     quantizers, or the first model's rows mixed with the second's)."""
     rows = []
-    for R, (a, b) in {1: (0.15, 0.2), 2: (0.1, 0.3), 3: (0.15, 0.4), 4: (float("nan"), 0.6)}.items():
+    gaps = {1: (0.15, 0.2), 2: (0.1, 0.3), 3: (0.15, 0.4), 4: (float("nan"), 0.6)}
+    for R, (a, b) in gaps.items():
         rows += [{"model": "cnn", "M": 2, "R": R, "quantizer": "a", "gap_bits": a},
                  {"model": "cnn", "M": 2, "R": R, "quantizer": "b", "gap_bits": b},
                  {"model": "zzz", "M": 2, "R": R, "quantizer": "b", "gap_bits": 0.01}]  # fmt: skip
     pd.DataFrame(rows).to_csv(tmp_path / "T6.tsv", sep="\t", index=False)
     row = answers(tmp_path).set_index("from").loc["T6"]
     assert row["this study"] == "a nearest"
-    assert "M = 2: a, nearest at 3 of 4 rates, 0.10-0.15 bits above R(D)" in (
-        row["the number [95% interval]"]
+    assert (
+        "M = 2: a, nearest at 3 of 4 rates, 0.10-0.15 bits above R(D)"
+        in (row["the number [95% interval]"])
     )

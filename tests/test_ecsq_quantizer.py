@@ -28,8 +28,10 @@ def update(seed: int = 0) -> dict[str, torch.Tensor]:
     return {"w": torch.from_numpy(w).float(), "b": torch.from_numpy(rng.normal(size=3000)).float()}
 
 
-@pytest.mark.parametrize("extra", [{}, {"target_bits": 1.5}, {"rate": 3, "M": 0},
-                                   {"quantizer": "ecsq_data", "family": None}])
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"target_bits": 1.5}, {"rate": 3, "M": 0}, {"quantizer": "ecsq_data", "family": None}],
+)
 def test_a_receiver_built_from_the_spec_decodes_the_bytes_alone(extra) -> None:
     """Bit for bit the sender's reconstruction, from the spec, layout and agreed seed; the
     indices use fewer levels than the alphabet (2^(R+2)) and each value is labelled by the

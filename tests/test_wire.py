@@ -472,7 +472,8 @@ def test_a_federated_run_decoded_from_bytes_trains_as_the_senders_reconstruction
 #: kind gets a new code; this record grows, it is never edited).
 ASSIGNED = {
     "none": 1, "float16": 2, "float8": 3, "uniform": 4, "lloyd": 5, "kmeans": 6,
-    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12, "ecsq_data": 13,
+    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12,
+    "ecsq_data": 13,
     "powersgd": 32, "count_sketch": 33,
 }  # fmt: skip
 

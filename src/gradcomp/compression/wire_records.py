@@ -46,7 +46,8 @@ RECORD_BYTES = 8
 #: The kind's byte in the header: a quantizer pipeline's value quantizer, or the compressor.
 KIND_CODES = {
     "none": 1, "float16": 2, "float8": 3, "uniform": 4, "lloyd": 5, "kmeans": 6,
-    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12, "ecsq_data": 13,
+    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12,
+    "ecsq_data": 13,
     "powersgd": 32, "count_sketch": 33,
 }  # fmt: skip
 

@@ -33,7 +33,6 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from gradcomp.artifacts import write_tsv
-from gradcomp.reporting import write_table
 from gradcomp.coding.pmf import entropy_bits
 from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
@@ -46,6 +45,7 @@ from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.quantization.distortion import m_weighted_distortion
 from gradcomp.quantization.rate_distortion import distortion_rate_curve
 from gradcomp.quantization.rd_gap import rd_gap
+from gradcomp.reporting import write_table
 
 log = logging.getLogger(__name__)
 

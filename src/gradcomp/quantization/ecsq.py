@@ -220,13 +220,19 @@ def _kept_bounds(thresholds: np.ndarray, used: np.ndarray) -> np.ndarray:
 
 
 def _uniform_threshold_design(
-    x: np.ndarray, q: np.ndarray, M: float, rate: float, lengths: Lengths, max_levels: int,
+    x: np.ndarray,
+    q: np.ndarray,
+    M: float,
+    rate: float,
+    lengths: Lengths,
+    max_levels: int,
     iters: int,
 ) -> ECSQResult | None:
     """The best design with uniform thresholds (step ``Delta``, a zero cell ``z Delta`` wide
     for z in 1..3: the uniform quantizer with a dead zone, what the entropy-constrained
     design tends to at high rate) and centroid levels whose rate fits, ``Delta`` on a log
-    grid (finer with ``iters``); None when none fits. The generalized Lloyd iterations stop in local optima
+    grid (finer with ``iters``); None when none fits. The generalized Lloyd iterations stop
+    in local optima
     at high rate; this family does not."""
     span, hole = float(np.max(np.abs(x))), float(np.min(np.abs(x)))
     if not span > 0:
@@ -347,7 +353,8 @@ def ecsq_for_law(
         if fits:
             best = min(fits, key=lambda c: c.distortion)
             unit = ECSQResult(best.levels, best.thresholds, best.probabilities, best.lengths,
-                              best.distortion, best.rate, unit.lam, float(M), unit.iterations)  # fmt: skip
+                              best.distortion, best.rate, unit.lam, float(M),
+                              unit.iterations)  # fmt: skip
     return ECSQResult(
         unit.levels * scale + loc, unit.thresholds * scale + loc, unit.probabilities,
         unit.lengths, unit.distortion * scale ** (M + 2), unit.rate, unit.lam, float(M),
