@@ -49,11 +49,12 @@ def main(argv: list[str] | None = None) -> None:
              if t.numel() > args.min_entries]  # fmt: skip
     print(f"{len(names)} tensors of {args.snapshot}; CPU seconds, best of {args.repeat}")
     print(f"{'R':>2} {'tensor':<18} {'entries':>8} {'lloyd [s]':>10} {'ecsq [s]':>9} {'ratio':>7}")
+    tensors = {name: [torch.from_numpy(a) for a in kept_entries(args.snapshot, name)]
+               for name in names}  # fmt: skip
     with threadpool_limits(1):
         for rate in args.rates:
             total = [0.0, 0.0]
-            for name in names:
-                kept, full = (torch.from_numpy(a) for a in kept_entries(args.snapshot, name))
+            for name, (kept, full) in tensors.items():
                 lloyd = cpu_seconds(LloydQuantizer(rate, "gennorm", args.M), kept, full,
                                     args.repeat)  # fmt: skip
                 ecsq = cpu_seconds(ECSQQuantizer(rate, "gennorm", args.M), kept, full,

@@ -160,3 +160,18 @@ def test_the_data_design_sends_its_cells_weighted_means_and_follows_the_target()
         counts = np.bincount(idx)
         bits = float((counts * huffman_lengths(counts)).sum()) / idx.size
         assert target - 0.3 <= bits <= target + 0.05, (target, bits)
+
+
+def test_the_receiver_refuses_an_index_beyond_the_levels_the_side_information_gave() -> None:
+    """ecsq's alphabet (2^(R+2) = 8 at R = 1) is larger than the levels a design uses (3
+    here): an index in between is refused by the wire reader, naming the field, rather than
+    decoded (planted bug: the range checked against the alphabet only)."""
+    from gradcomp.compression.pipeline_wire import _read_indices
+    from gradcomp.compression.wire_fields import FieldReader, FieldWriter, WireFormatError
+
+    w = FieldWriter()
+    w.uints(np.array([0, 2, 5]), 3)
+    with pytest.raises(WireFormatError, match="indices"):
+        _read_indices(FieldReader(w.getvalue(), "test"), ECSQQuantizer(1), 3, False, 3)
+    ok = _read_indices(FieldReader(w.getvalue(), "test"), ECSQQuantizer(1), 3, False, 6)
+    assert list(ok) == [0, 2, 5]

@@ -27,10 +27,10 @@ from typing import ClassVar, cast
 import numpy as np
 import torch
 
-from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
+from gradcomp.compression.ecsq_quantizer import DESIGN_STEPS, ECSQQuantizer
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
 from gradcomp.compression.wire_fields import FieldReader, FieldWriter
-from gradcomp.quantization.ecsq import ecsq_design
+from gradcomp.quantization.ecsq import cell_centroids, ecsq_design, m_weights
 
 __all__ = ["DESIGN_POINTS", "ECSQDataQuantizer"]
 
@@ -81,14 +81,10 @@ class ECSQDataQuantizer(ValueQuantizer):
         points = order[np.linspace(0, x.size - 1, min(x.size, DESIGN_POINTS)).round().astype(int)]
         design = ecsq_design(points, np.full(points.size, 1.0 / points.size), M=M,
                              rate=self.target_bits, lengths="huffman",
-                             max_levels=self.n_symbols(), iters=16)  # fmt: skip
+                             max_levels=self.n_symbols(), iters=DESIGN_STEPS)  # fmt: skip
         cells = np.searchsorted(design.thresholds, x, side="left")
         used, cells = np.unique(cells, return_inverse=True)
-        w = np.abs(x) ** M if M else np.ones_like(x)
-        den = np.bincount(cells, weights=w, minlength=used.size)
-        mean = np.bincount(cells, weights=x, minlength=used.size) / np.bincount(cells)
-        num = np.bincount(cells, weights=w * x, minlength=used.size)
-        levels = np.where(den > 0, num / np.where(den > 0, den, 1.0), mean)
+        levels = cell_centroids(cells, x, m_weights(x, M), np.bincount(cells, minlength=used.size))
         sent = levels.astype(np.float32).astype(np.float64)  # what the wire carries
         return CountedLevels(self.kind, x.size, indices=torch.from_numpy(cells).to(values.device),
                              levels=sent, value_bits=level_bits(self.n_symbols()),
@@ -106,11 +102,3 @@ class ECSQDataQuantizer(ValueQuantizer):
         levels = r.array("f4", count, "levels").astype(np.float64)
         return CountedLevels(self.kind, n, levels=levels, value_bits=level_bits(self.n_symbols()),
                              levels_sent=True)  # fmt: skip
-
-    def decode(self, q, indices=None):
-        """As every level kind's; an index beyond the levels sent is refused by name."""
-        idx = q.indices if indices is None else indices
-        if idx is not None and idx.numel() and int(idx.max()) >= len(q.levels):
-            raise ValueError(f"ecsq_data index {int(idx.max())} beyond the {len(q.levels)} "
-                             "levels sent")  # fmt: skip
-        return super().decode(q, indices)

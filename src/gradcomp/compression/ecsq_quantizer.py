@@ -92,10 +92,9 @@ class ECSQQuantizer(LloydQuantizer):
         """Why ``value`` is not a valid ``target_bits`` (None: the rate), or None."""
         if value is None:
             return None
-        number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-            value, bool
-        )
-        if not (number and 1 <= float(value) <= cls.max_rate):  # type: ignore[arg-type]
+        from gradcomp.compression.specs import is_number  # specs imports the registry
+
+        if not (is_number(value) and 1 <= value <= cls.max_rate):
             return f"must be a number of bits per value in 1..{cls.max_rate}, got {value!r}"
         return None
 
@@ -131,12 +130,3 @@ class ECSQQuantizer(LloydQuantizer):
         if not (np.all(np.isfinite(levels)) and np.all(np.isfinite(thresholds))):
             raise FloatingPointError(f"non-finite ECSQ design {levels}")
         return levels, thresholds
-
-    def decode(self, q, indices=None):
-        """As every level kind's; an index beyond the design's levels (the alphabet is
-        larger than the design) is refused by name."""
-        idx = q.indices if indices is None else indices
-        if idx is not None and idx.numel() and int(idx.max()) >= len(q.levels):
-            raise ValueError(f"ecsq index {int(idx.max())} beyond the design's "
-                             f"{len(q.levels)} levels")  # fmt: skip
-        return super().decode(q, indices)

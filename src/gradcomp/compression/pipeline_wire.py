@@ -118,8 +118,12 @@ def _read_positions(r: FieldReader, method: int, numel: int) -> np.ndarray | Non
     return idx
 
 
-def _read_indices(r: FieldReader, quantizer: ValueQuantizer, n: int, huffman: bool) -> np.ndarray:
-    """The n level indices: a coded stream (table first unless the code is known) or fixed."""
+def _read_indices(
+    r: FieldReader, quantizer: ValueQuantizer, n: int, huffman: bool, n_levels: int
+) -> np.ndarray:
+    """The n level indices: a coded stream (table first unless the code is known) or fixed;
+    each below ``n_levels``, the levels the side information gave (at most the alphabet:
+    ``ecsq``'s design may use fewer levels than its alphabet covers)."""
     L = quantizer.n_symbols()
     if not huffman:
         idx = r.uints(n, level_bits(L), "indices")
@@ -136,18 +140,24 @@ def _read_indices(r: FieldReader, quantizer: ValueQuantizer, n: int, huffman: bo
         w = int(code.lengths[0]) if isinstance(code, HuffmanCode) else 0
         if w and L == 1 << w and np.all(code.lengths == w):  # a complete fixed-length code
             idx = r.uints(n, w, "payload")  # its canonical codewords are the w-bit indices
-            return idx
-        try:
-            if hasattr(code, "decode_prefix"):
-                idx, n_bits = code.decode_prefix(r.rest(), n)
-            else:
-                idx = code.decode(r.rest_bits(), n)
-                n_bits = int(code.lengths[idx].sum())
-        except ValueError as exc:
-            raise r.error("payload", str(exc)) from None
-        r.skip_bits(n_bits, "payload")
-    if idx.size and idx.max() >= L:
-        raise r.error("indices", f"index {int(idx.max())} outside the {L} levels")
+        else:
+            idx = _read_coded(r, code, n)
+    if idx.size and idx.max() >= min(L, n_levels):
+        raise r.error("indices", f"index {int(idx.max())} outside the {min(L, n_levels)} levels")
+    return idx
+
+
+def _read_coded(r: FieldReader, code: Any, n: int) -> np.ndarray:
+    """n indices of a prefix code's stream."""
+    try:
+        if hasattr(code, "decode_prefix"):
+            idx, n_bits = code.decode_prefix(r.rest(), n)
+        else:
+            idx = code.decode(r.rest_bits(), n)
+            n_bits = int(code.lengths[idx].sum())
+    except ValueError as exc:
+        raise r.error("payload", str(exc)) from None
+    r.skip_bits(n_bits, "payload")
     return idx
 
 
@@ -200,7 +210,8 @@ class PipelineReceiver:
                 q.values = torch.from_numpy(r.array(quantizer.wire_dtype, n, "values"))
                 values = quantizer.decode(q)
             else:
-                idx = _read_indices(r, quantizer, n, bool(self.spec["huffman"]))
+                n_levels = quantizer.n_symbols() if q.levels is None else len(q.levels)
+                idx = _read_indices(r, quantizer, n, bool(self.spec["huffman"]), n_levels)
                 values = quantizer.decode(q, torch.from_numpy(idx))
             if indices is None:
                 out = values.to(dtype)

@@ -59,8 +59,8 @@ def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):
     """Name -> value quantizer at ``rate`` bits: uniform min-max, GenNorm Lloyd under the
     same M (designed for the truncated update, and the authors' fit of the survivors),
     the entropy-constrained design of the same law at R coded bits and of the data (same M),
-    weighted k-means
-    of the data (same M), Gaussian Lloyd (M = 0) and the Gaussian test channel."""
+    weighted k-means of the data (same M), Gaussian Lloyd (M = 0) and the Gaussian test
+    channel."""
     quantizers: dict[str, ValueQuantizer] = {
         "uniform": UniformQuantizer(rate, slip=slip),
         "lloyd gennorm (same M)": LloydQuantizer(rate, "gennorm", M, slip=slip),

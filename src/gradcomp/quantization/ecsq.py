@@ -47,7 +47,8 @@ from gradcomp.quantization.rate_distortion import discretise
 from gradcomp.quantization.symmetric_law import _as_law
 
 __all__ = [
-    "RATE_TOL", "ECSQResult", "cells_of", "ecsq_design", "ecsq_for_law", "lagrangian_design",
+    "RATE_TOL", "ECSQResult", "cell_centroids", "cells_of", "ecsq_design", "ecsq_for_law",
+    "lagrangian_design", "m_weights",
 ]  # fmt: skip
 
 Lengths = Literal["entropy", "huffman"]
@@ -83,6 +84,25 @@ class ECSQResult:
         return LevelQuantizer(self.levels, self.thresholds)
 
 
+def m_weights(x: np.ndarray, M: float) -> np.ndarray:
+    """The distortion's weights ``|x|^M`` (ones at M = 0, so that 0^0 needs no care)."""
+    return np.abs(x) ** M if M else np.ones_like(x)
+
+
+def cell_centroids(
+    cells: np.ndarray, x: np.ndarray, w: np.ndarray, mass: np.ndarray, q: np.ndarray | None = None
+) -> np.ndarray:
+    """Each cell's ``w``-weighted mean of ``x`` (points ``x`` with weights ``w``, (K,), in
+    cells 0..n-1, n = ``mass.size``; ``q`` (K,) the points' probabilities, None: equal, and
+    ``mass`` the cells' summed ``q``); a cell whose weight vanishes (only x = 0 under M > 0)
+    gets its plain mean. (n,)."""
+    qw, qx = (w, x) if q is None else (q * w, q * x)
+    den = np.bincount(cells, weights=qw, minlength=mass.size)
+    num = np.bincount(cells, weights=qw * x, minlength=mass.size)
+    mean = np.bincount(cells, weights=qx, minlength=mass.size) / mass
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), mean)
+
+
 def _code_lengths(p: np.ndarray, lengths: Lengths) -> np.ndarray:
     if lengths == "huffman":
         return huffman_lengths(p).astype(np.float64)
@@ -108,7 +128,7 @@ def lagrangian_design(
     by that much a step; the test suite checks the result against the search over all)."""
     x = np.asarray(x, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
-    w = np.abs(x) ** M if M else np.ones_like(x)
+    w = m_weights(x, M)
     y = np.array(init, dtype=np.float64)
     ell = np.full(y.size, math.log2(y.size)) if y.size > 1 else np.zeros(1)
     last = np.inf
@@ -125,11 +145,7 @@ def lagrangian_design(
         remap = np.full(y.size, -1)
         remap[used] = np.arange(used.size)
         a, p = remap[a], p[used]
-        den = np.bincount(a, weights=q * w, minlength=used.size)
-        num = np.bincount(a, weights=q * w * x, minlength=used.size)
-        mean = np.bincount(a, weights=q * x, minlength=used.size) / p
-        # a cell whose weight vanishes (only x = 0 under M > 0) keeps its plain mean
-        y = np.where(den > 0, num / np.where(den > 0, den, 1.0), mean)
+        y = cell_centroids(a, x, w, p, q)
         # at lam = 0 the lengths do not steer the cells: they are computed once, at the end
         ell = _code_lengths(p, lengths) if used.size > 1 and lam else np.zeros(used.size)
         d = float(np.sum(q * w * (x - y[a]) ** 2))
@@ -194,7 +210,7 @@ def cells_of(
     """The quantizer of the cells between ``thresholds`` (sorted) on points ``x`` (sorted)
     of probabilities ``q``: each level its cell's ``|x|^M``-weighted centroid (a cell
     without weight: its plain mean), empty cells dropped (``lam`` NaN, no iterations)."""
-    w = np.abs(x) ** M if M else np.ones_like(x)
+    w = m_weights(x, M)
     sums = [np.concatenate([[0.0], np.cumsum(v)]) for v in (q, q * w, q * w * x, q * w * x * x,
                                                            q * x)]  # fmt: skip
     cuts = np.concatenate([[0], np.searchsorted(x, thresholds, side="right"), [x.size]])
@@ -232,8 +248,7 @@ def _uniform_threshold_design(
     for z in 1..3: the uniform quantizer with a dead zone, what the entropy-constrained
     design tends to at high rate) and centroid levels whose rate fits, ``Delta`` on a log
     grid (finer with ``iters``); None when none fits. The generalized Lloyd iterations stop
-    in local optima
-    at high rate; this family does not."""
+    in local optima at high rate; this family does not."""
     span, hole = float(np.max(np.abs(x))), float(np.min(np.abs(x)))
     if not span > 0:
         return None
@@ -293,8 +308,7 @@ def ecsq_design(
     q = q / q.sum()
     if rate <= 0 or x[0] == x[-1]:  # no rate, or one value: one level
         return lagrangian_design(x, q, M, 1.0, x[:1].copy(), lengths=lengths)
-    w = np.abs(x) ** M if M else np.ones_like(x)
-    d0 = float(np.sum(q * w * x**2))  # the distortion of one level at zero
+    d0 = float(np.sum(q * m_weights(x, M) * x**2))  # the distortion of one level at zero
     best = lagrangian_design(x, q, M, d0 * 1e3, np.zeros(1), lengths=lengths)
     # two starts: fine uniform cells (the search's own), and the fixed-rate weighted Lloyd
     # design with the most levels whose index entropy fits, from which a small lambda
