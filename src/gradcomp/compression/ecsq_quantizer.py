@@ -92,9 +92,10 @@ class ECSQQuantizer(LloydQuantizer):
         """Why ``value`` is not a valid ``target_bits`` (None: the rate), or None."""
         if value is None:
             return None
-        from gradcomp.compression.specs import is_number  # specs imports the registry
-
-        if not (is_number(value) and 1 <= value <= cls.max_rate):
+        number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+            value, bool
+        )  # specs.is_number, which this module cannot import (specs imports the registry)
+        if not (number and 1 <= float(value) <= cls.max_rate):  # type: ignore[arg-type]
             return f"must be a number of bits per value in 1..{cls.max_rate}, got {value!r}"
         return None
 

@@ -122,8 +122,8 @@ def _read_indices(
     r: FieldReader, quantizer: ValueQuantizer, n: int, huffman: bool, n_levels: int
 ) -> np.ndarray:
     """The n level indices: a coded stream (table first unless the code is known) or fixed;
-    each below ``n_levels``, the levels the side information gave (at most the alphabet:
-    ``ecsq``'s design may use fewer levels than its alphabet covers)."""
+    each below ``n_levels``, the levels the side information gave (at most the alphabet: a
+    design may use fewer levels than its alphabet covers)."""
     L = quantizer.n_symbols()
     if not huffman:
         idx = r.uints(n, level_bits(L), "indices")
