@@ -30,7 +30,7 @@ from gradcomp.lossless.code_lossless import code_run, code_tensor
 from gradcomp.lossless.dumps import write_dump
 from gradcomp.lossless.fit_lossless import fit_run
 from gradcomp.quantization.grids import get_grid
-from gradcomp.study.pieces import configured_coders
+from gradcomp.study.lossless import configured_coders
 
 GRID = get_grid("fp8_e5m2")
 

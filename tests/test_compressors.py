@@ -551,7 +551,7 @@ def test_non_integer_M_is_refused_naming_the_config_key(M):
     """Planted bug / old behaviour: ``M: [0, 0.5]`` passed and was stored as int(M), so
     two runs had one name (R2_M0)."""
     from gradcomp.study.config import ConfigError
-    from gradcomp.study.pieces import compressor_variants
+    from gradcomp.study.lossy import compressor_variants
 
     entry = {"name": "lloydgn", "quantizer": "lloyd", "family": "gennorm", "rates": [2], "M": M}
     with pytest.raises(ConfigError, match=r"lossy\.compressors\.0\.M'.*not an integer"):
@@ -600,7 +600,7 @@ def test_an_entry_may_leave_the_bit_budget() -> None:
     Planted bug that fails it: the entry's null dropped before it overrides the section's P.
     """
     from gradcomp.compression.specs import check_spec
-    from gradcomp.study.pieces import compressor_variants
+    from gradcomp.study.lossy import compressor_variants
 
     lossy = {"topk": 0.452, "topk_budget_percent": 60, "min_entries": 1000}
     lossy["compressors"] = [

@@ -18,7 +18,7 @@ from gradcomp import plots  # noqa: E402
 from gradcomp.compression.entries import entry_kind  # noqa: E402
 from gradcomp.lossy import facets, figures, figures_paired, styles  # noqa: E402
 from gradcomp.lossy.matched_bits import kept_set_of  # noqa: E402
-from gradcomp.study.pieces import compressor_variants  # noqa: E402
+from gradcomp.study.lossy import compressor_variants  # noqa: E402
 
 
 def test_grid_is_at_most_four_wide_and_has_n_panels() -> None:

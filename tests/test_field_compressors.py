@@ -25,7 +25,7 @@ from gradcomp.compression import (
     qsgd_variance_bound,
 )
 from gradcomp.study.config import ConfigError
-from gradcomp.study.pieces import compressor_variants
+from gradcomp.study.lossy import compressor_variants
 
 TRIALS = 3000
 

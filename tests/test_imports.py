@@ -79,11 +79,11 @@ def test_cycle_finder_finds_a_planted_cycle() -> None:
 
 
 def test_no_import_cycle() -> None:
-    """The study's pieces import compression.entries at module level, the schema check imports
-    no compressor library, and nothing imports in a cycle (planted bug: specs importing
+    """The study's lossy section imports compression.entries at module level, the schema check
+    imports no compressor library, and nothing imports in a cycle (planted bug: specs importing
     gradcomp.study.config inside a function again)."""
     graph = import_graph()
-    assert "gradcomp.compression.entries" in graph["gradcomp.study.pieces"]
+    assert "gradcomp.compression.entries" in graph["gradcomp.study.lossy"]
     assert not [m for m in graph["gradcomp.study.config"] if m.startswith("gradcomp.compression")]
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
@@ -122,7 +122,7 @@ PARSE = """
 import sys, yaml
 sys.path.insert(0, {src!r})
 from gradcomp.compression.specs import variant_label  # what the Snakefile imports
-from gradcomp.study.pieces import plain
+from gradcomp.study.frozen import plain
 from gradcomp.study import load_study
 config = yaml.safe_load(open({config!r}))
 config["cifar10"] = "download"

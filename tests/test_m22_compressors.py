@@ -16,7 +16,7 @@ from gradcomp.compression.count_sketch import CountSketch, SketchHash
 from gradcomp.compression.float8 import Float8
 from gradcomp.compression.qsgd import QSGD, qsgd_variance_bound
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
-from gradcomp.study.pieces import compressor_variants
+from gradcomp.study.lossy import compressor_variants
 
 
 def fp8_values(exp_bits: int, man_bits: int, bias: int, ieee: bool) -> np.ndarray:

@@ -21,7 +21,7 @@ from gradcomp.compression.count_sketch import (
 )
 from gradcomp.compression.fetchsgd import FetchSGDServer
 from gradcomp.compression.sketch_hash import SketchHash
-from gradcomp.study.pieces import compressor_variants
+from gradcomp.study.lossy import compressor_variants
 
 REPO = Path(__file__).resolve().parents[1]
 P = 2**61 - 1

@@ -21,7 +21,7 @@ from gradcomp.lossless.stream import StreamSettings
 from gradcomp.lossless.tables import coding_rate_table
 from gradcomp.lossless.train import TrainSettings, train_with_dumps
 from gradcomp.models import build_model
-from gradcomp.study.pieces import streams
+from gradcomp.study.lossless import streams
 
 FAMILIES = ("gennorm", "norm", "laplace")
 # one coder or bound of every kind (the whole registry takes ~4x longer on fc1's 98k entries)

@@ -27,7 +27,7 @@ from gradcomp.lossless.code_lossless import code_values, coding_table, merge_str
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings
 from gradcomp.lossless.tables import coding_rate_table, table_t1
 from gradcomp.quantization.grids import get_grid
-from gradcomp.study.pieces import stream_settings
+from gradcomp.study.lossless import stream_settings
 
 FAMILIES = ("gennorm", "norm", "laplace")
 COUNTED = [s for s in builtin_specs(FAMILIES).values() if is_counted(s.cls)]

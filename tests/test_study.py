@@ -297,7 +297,7 @@ def test_entry_errors_speak_of_the_entry_and_the_study_names_the_key() -> None:
     the config key, ``lossy.<key>`` for a value the entry took over from the section (planted
     bugs: an inherited top-K blamed on the entry; the library naming the config's layout)."""
     from gradcomp.compression.entries import EntryError, expand_entries
-    from gradcomp.study.pieces import compressor_variants
+    from gradcomp.study.lossy import compressor_variants
 
     good = {"name": "u", "quantizer": "uniform", "rates": [2]}
     bad_rates = {"name": "v", "quantizer": "uniform", "rates": []}

@@ -35,3 +35,44 @@ def test_a_word_is_matched_whole(tmp_path) -> None:
     (tmp_path / "b.py").write_text("tcq_states = 8\nfrom m import tcq_quantizer\n")
     found = travel("tcq", [tmp_path / "a.py", tmp_path / "b.py"])
     assert [p.rsplit("/", 1)[-1] for p in found] == ["a.py"]
+
+
+def _module_file(obj) -> str:
+    return "src/" + obj.__module__.replace(".", "/") + ".py"
+
+
+def test_the_rate_is_read_where_the_docs_say_and_in_at_most_8_files() -> None:
+    counts = run("--rate")
+    assert f"`rate`: {counts['rate']} files" in (REPO / "docs/extending.md").read_text()
+    assert counts["rate"] <= 8
+
+
+def test_the_rate_tracer_sees_each_kind_of_read_and_no_hand_on() -> None:
+    """Against the code's own landmarks, found independently of the tracer: the registry's
+    class for the entry's quantizer (reads ``spec['rate']``), the module of ``check_spec``
+    (compares the value), of ``expand_entries`` (reads the entry's ``rates``) and of the study's
+    lossy section (reads ``variant.rate``) are reads; the modules that only hand on the spec
+    are not (planted bugs: a tracer that tags no value misses the spec check, one that watches
+    no spec misses the quantizer, one that records every call counts the hand-ons)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    from travel import rate_reads
+
+    from gradcomp.compression.entries import expand_entries
+    from gradcomp.compression.registry import QUANTIZERS
+    from gradcomp.compression.specs import check_spec
+    from gradcomp.compression.users import compressor_factory
+    from gradcomp.lossy.federated import run_federated
+    from gradcomp.lossy.federated_stage import federated_stage
+    from gradcomp.study import lossy, questions
+
+    for entry, kind in (("gennorm", "lloyd"), ("uniform", "uniform")):
+        reads = rate_reads(entry)
+        for obj in (QUANTIZERS[kind], check_spec, expand_entries, lossy.build_lossy):
+            assert _module_file(obj) in reads, (entry, obj)
+        for obj in (compressor_factory, run_federated, federated_stage):
+            assert _module_file(obj) not in reads, (entry, obj)
+        assert _module_file(questions.build_verdicts) in reads  # the questions' rates
+        assert "workflow/rules/common.smk" in reads and "Snakefile" not in reads
+    from gradcomp.compression.specs import CheckedSpec
+
+    assert CheckedSpec.__getitem__.__module__ == "gradcomp.compression.specs"  # restored

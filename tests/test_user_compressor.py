@@ -14,7 +14,7 @@ import yaml
 from conftest import TINY_CONFIG, doc_blocks, run_snakemake, write_imagefolder_tree
 from gradcomp.compression import build_compressor
 from gradcomp.study.config import ConfigError
-from gradcomp.study.pieces import compressor_variants
+from gradcomp.study.lossy import compressor_variants
 
 
 def doc_block(language: str) -> str:

@@ -1,5 +1,5 @@
 """The error a bad config raises, in a module of its own so that both the schema check
-(:mod:`gradcomp.study.config`) and the study (:mod:`gradcomp.study`, :mod:`gradcomp.study.pieces`)
+(:mod:`gradcomp.study.config`) and the study (:mod:`gradcomp.study` and its section modules)
 raise it without importing each other; and :func:`did_you_mean`, the hint every "unknown
 key" message carries (config keys, compressor entries, specs).
 """

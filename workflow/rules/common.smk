@@ -6,13 +6,13 @@
 
 # Everything here reads the study object (gradcomp.study, built and checked once in the
 # Snakefile; the config is read nowhere else). Params are its pieces as plain data
-# (gradcomp.study.pieces.plain): checked specs that a job rebuilds without checking again.
+# (gradcomp.study.frozen.plain): checked specs that a job rebuilds without checking again.
 
 import dataclasses
 from types import SimpleNamespace
 
 from gradcomp.compression.specs import variant_label
-from gradcomp.study.pieces import plain
+from gradcomp.study.frozen import plain
 
 
 wildcard_constraints:

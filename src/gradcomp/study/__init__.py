@@ -3,11 +3,13 @@
 - :mod:`~gradcomp.study.config`: the config validated against the workflow's JSON schema
   (types, ranges, defaults filled in), errors naming the key;
 - :mod:`~gradcomp.study.build`: :func:`load_study` / :func:`build_study`, the frozen
-  :class:`Study` and its data, lossless, figures and resources sections;
-- :mod:`~gradcomp.study.lossy`: paper Y's section and its checks across keys;
-- :mod:`~gradcomp.study.pieces`: the checked pieces the rules hand to jobs as plain params
-  (compressor variants, coder specs, stream settings, L5's coders), library errors
-  re-raised naming the config key.
+  :class:`Study` with its data, figures and resources sections;
+- :mod:`~gradcomp.study.lossless`: paper L's section (training, fits, the checked coders,
+  L5's coders, the streamed coding);
+- :mod:`~gradcomp.study.lossy`: paper Y's section, the compressor entries expanded into
+  checked variants (errors naming the config key) and the checks across its keys;
+- :mod:`~gradcomp.study.questions`: the primary questions and how they are decided;
+- :mod:`~gradcomp.study.frozen`: read-only sections, and :func:`plain` values as params.
 
 The Snakefile builds the study once; nothing else reads the config.
 """

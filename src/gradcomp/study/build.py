@@ -2,13 +2,12 @@
 
 :func:`load_study` validates a config against the schema (:mod:`gradcomp.study.config`: types,
 ranges, defaults) and :func:`build_study` turns the validated dict into a :class:`Study` of
-frozen sections (data, lossless, lossy, figures, resources), read-only all the way down: the
-compressor variants with their checked specs, the checked coders and the streamed coding
-(:mod:`gradcomp.study.pieces`, which names the config key of a bad entry). The checks that
-relate two keys (a figure's run below ``lossless.runs``, the baseline's rates, the warm
-start's pretraining pool, ...) live here and in :mod:`gradcomp.study.lossy` (paper Y's
-section, its own module) and nowhere else; they are all run, and all failures are reported
-at once as ``config key 'a.b': ...``. The Snakefile builds the study once; the
+frozen sections (data, lossless, lossy, figures, resources), read-only all the way down
+(:mod:`gradcomp.study.frozen`). The checks that relate two keys (a figure's run below
+``lossless.runs``, the baseline's rates, the warm start's pretraining pool, ...) live here and
+in the sections' modules (:mod:`~gradcomp.study.lossless`, :mod:`~gradcomp.study.lossy`,
+:mod:`~gradcomp.study.questions`) and nowhere else; they are all run, and all failures are
+reported at once as ``config key 'a.b': ...``. The Snakefile builds the study once; the
 rules read it and hand its pieces to the jobs as plain params, and nothing else reads the
 config.
 """
@@ -21,12 +20,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from gradcomp.coding.registry import CoderSpec
 from gradcomp.errors import ConfigError
-from gradcomp.lossless.stream import StreamSettings
 from gradcomp.study.config import validate_config
-from gradcomp.study.lossy import DistortionStudy, LossySection, Question, Verdicts, build_lossy
-from gradcomp.study.pieces import configured_coders, freeze, l5_coders, stream_settings, streams
+from gradcomp.study.frozen import freeze
+from gradcomp.study.lossless import CODING_CHECKED, LosslessSection, build_lossless
+from gradcomp.study.lossy import DistortionStudy, LossySection, build_lossy
+from gradcomp.study.questions import Question, Verdicts
 
 __all__ = [
     "CODING_CHECKED",
@@ -43,9 +42,6 @@ __all__ = [
     "load_study",
 ]
 
-#: ``lossless.coding`` keys that leave the study only as checked pieces (``coders``,
-#: ``stream`` and ``sample``), not in :attr:`LosslessSection.coding`.
-CODING_CHECKED = ("coders", "stream", "sample")
 #: Resources of a heavy rule that ``resources`` does not list (mem_mb, runtime in minutes, GPUs).
 DEFAULT_RESOURCES = MappingProxyType({"mem_mb": 4000, "runtime": 60, "gpu": 0})
 
@@ -59,48 +55,6 @@ class DataSection:
     test_subset: int | None
     pretrain_subset: int | None
     subset_seed: int
-
-
-@dataclass(frozen=True)
-class LosslessSection:
-    """Paper L: training with dumps (``lossless``); ``fit`` and ``positions`` are the config's
-    mappings as validated (read-only), ``coding`` is ``lossless.coding`` without the keys held
-    in their checked form only (:data:`CODING_CHECKED`): ``coders`` the checked coders of
-    ``coding.coders``, ``l5_coders`` the (name, colour) pairs L5 draws, ``stream`` the
-    streamed coding's settings (with ``coding.sample``) and ``streamed`` whether each model's
-    training job streams (``coding.stream``)."""
-
-    models: tuple[str, ...]
-    runs: int
-    epochs: int
-    batch_size: int
-    lr: float
-    loss_reduction: str
-    momentum: float
-    augment: bool
-    dump_tensors: Mapping[str, tuple[str, ...]]
-    threads: int
-    test_images: int | None
-    fit: Mapping[str, Any]
-    positions: Mapping[str, Mapping[str, str]]
-    coding: Mapping[str, Any]
-    coders: tuple[CoderSpec, ...]
-    l5_coders: tuple[tuple[str, str], ...]
-    stream: StreamSettings
-    streamed: Mapping[str, bool]
-
-    def train_settings(self, model: str, run: int) -> dict[str, Any]:
-        """:class:`gradcomp.lossless.train.TrainSettings` keywords of run ``run`` of ``model``
-        as plain data, a workflow param (the job adds threads and device): the streamed
-        coding's settings with the checked coders (``stream``) only where the model streams,
-        so that a run without streaming keeps its params."""
-        return dict(
-            model=model, seed=int(run), epochs=self.epochs, batch_size=self.batch_size,
-            lr=self.lr, loss_reduction=self.loss_reduction, momentum=self.momentum,
-            augment=self.augment, test_images=self.test_images,
-            dump_tensors=list(self.dump_tensors.get(model, ["*"])),
-            **({"stream": self.stream.as_params()} if self.streamed[model] else {}),
-        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -144,40 +98,6 @@ def load_study(config: dict[str, Any], schema_path: str | Path) -> Study:
     """Validate ``config`` in place against the schema (filling defaults) and build the study;
     raises :class:`ConfigError` naming every offending key."""
     return build_study(validate_config(config, schema_path))
-
-
-def _lossless(config: dict[str, Any], errors: list[str]) -> LosslessSection:
-    c = config["lossless"]
-    if config["figures"]["lossless_run"] >= c["runs"]:
-        errors.append(
-            f"config key 'figures.lossless_run': {config['figures']['lossless_run']} is not a "
-            f"run (lossless.runs = {c['runs']})"
-        )
-    for key in ("families", "kinds"):
-        missing = set(c["coding"][key]) - set(c["fit"][key])
-        if missing:
-            errors.append(
-                f"config key 'lossless.coding.{key}': {sorted(missing)} not in lossless.fit.{key}"
-            )
-    try:
-        coders = configured_coders(c["coding"])
-    except ConfigError as err:
-        errors.append(str(err).removeprefix("invalid config:\n  "))
-        coders = ()
-    return LosslessSection(
-        models=tuple(c["models"]),
-        **{k: c[k] for k in ("runs", "epochs", "batch_size", "lr", "loss_reduction")},
-        **{k: c[k] for k in ("momentum", "augment", "threads")},
-        dump_tensors=freeze(c["dump_tensors"]),
-        fit=freeze(c["fit"]),
-        test_images=c["test_images"],
-        positions=freeze(c["positions"]),
-        coding=freeze({k: v for k, v in c["coding"].items() if k not in CODING_CHECKED}),
-        coders=coders,
-        l5_coders=l5_coders(c["coding"], coders),
-        stream=stream_settings(c, coders),
-        streamed=MappingProxyType({m: streams(c, m) for m in c["models"]}),
-    )
 
 
 def _data_source_errors(source: str) -> list[str]:
@@ -237,7 +157,7 @@ def build_study(config: dict[str, Any]) -> Study:
     errors: list[str] = []
     errors += _data_source_errors(config["cifar10"])
     errors += _model_errors(config)
-    lossless = _lossless(config, errors)
+    lossless = build_lossless(config, errors)
     lossy = build_lossy(config, errors)
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(errors))

@@ -1,28 +1,75 @@
 """Paper Y's part of the study: the ``lossy`` section as typed, frozen objects and its checks.
 
-:class:`LossySection` holds the federation's settings and the compressor variants with their
-checked specs; :class:`DistortionStudy`, :class:`Question` and :class:`Verdicts` the Y5 study
-and the primary questions. :func:`build_lossy` runs every check that relates two ``lossy``
-keys (the baseline's rates, the one-round reference, the questions' curves and M, the warm
-start's pretraining pool, ...) and appends each failure, naming its key, to the caller's
-list; :func:`gradcomp.study.build_study` reports them all at once. Split from
-:mod:`gradcomp.study` to keep each module small; import either.
+:func:`compressor_variants` expands the section's compressor entries into one checked spec
+per (name, rate, M) (:func:`gradcomp.compression.entries.expand_entries`, its errors
+re-raised naming the config key, ``lossy.compressors.2.rates``); :class:`LossySection` holds
+them with the federation's settings, :class:`DistortionStudy` Y5's study. :func:`build_lossy`
+runs every check that relates two ``lossy`` keys (the baseline's rates, the one-round
+reference, the warm start's pretraining pool, ...; the questions' in
+:mod:`gradcomp.study.questions`) and appends each failure, naming its key, to the caller's
+list; :func:`gradcomp.study.build_study` reports them all at once.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from gradcomp.compression.entries import Variant, entry_kind
+from gradcomp.compression.entries import EntryError, Variant, entry_kind, expand_entries
 from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, variant_label
+from gradcomp.errors import ConfigError
 from gradcomp.lossy.matched_bits import kept_set_of
-from gradcomp.study.pieces import compressor_entries, compressor_variants, freeze
+from gradcomp.study.frozen import freeze
+from gradcomp.study.questions import Verdicts, build_verdicts
 
-__all__ = ["DistortionStudy", "LossySection", "Question", "Verdicts", "build_lossy"]
+__all__ = [
+    "LOSSY_DEFAULTS",
+    "DistortionStudy",
+    "LossySection",
+    "build_lossy",
+    "compressor_entries",
+    "compressor_variants",
+]
+
+#: Keys a ``lossy.compressors`` entry takes over from the ``lossy`` section unless it sets them.
+LOSSY_DEFAULTS = (
+    "topk", "topk_budget_percent", "min_entries", "error_feedback", "memory_decay", "slip",
+    "lloyd_fit",
+)  # fmt: skip
+
+
+def compressor_entries(lossy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A ``lossy`` section's compressor entries: ``compressors``, then ``more_compressors``
+    (entries added to the list without repeating it)."""
+    return [*lossy.get("compressors", []), *lossy.get("more_compressors", [])]
+
+
+def _entry_key(lossy: Mapping[str, Any], index: int) -> str:
+    """The config key of entry ``index`` of :func:`compressor_entries`."""
+    n = len(lossy.get("compressors", []))
+    return f"lossy.compressors.{index}" if index < n else f"lossy.more_compressors.{index - n}"
+
+
+def compressor_variants(lossy: Mapping[str, Any]) -> list[Variant]:
+    """Every (name, rate, M) of a ``lossy`` section's compressor entries
+    (:func:`compressor_entries`), each with its checked spec; :class:`ConfigError` naming
+    the key of every bad entry.
+
+    >>> [v.label for v in compressor_variants(
+    ...     {"compressors": [{"name": "u", "quantizer": "uniform", "rates": [1, 2]}]})]
+    ['u/R1_M0', 'u/R2_M0']
+    """
+    defaults = {k: lossy[k] for k in LOSSY_DEFAULTS if k in lossy}
+    try:
+        return expand_entries(compressor_entries(lossy), defaults)
+    except EntryError as err:
+        lines = []
+        for p in err.problems:
+            where = _entry_key(lossy, p.index) + (f".{p.key}" if p.key else "")
+            lines.append(f"config key '{f'lossy.{p.key}' if p.inherited else where}': {p.message}")
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
 
 
 @dataclass(frozen=True)
@@ -42,45 +89,6 @@ class DistortionStudy:
     def label(self) -> str:
         """The run's variant label ``{compressor}/R{rate}_M{M}``."""
         return variant_label(self.compressor, self.rate, self.M)
-
-
-@dataclass(frozen=True)
-class Question:
-    """One primary question (``lossy.verdicts.questions``, one entry per rate): the ``test``
-    compressor's configuration at ``rate`` and ``M`` against the ``reference`` curve at
-    ``reference_M``, at its bits: on the same kept set, against the reference's front, or
-    against the uncompressed aggregate (``match``, :mod:`gradcomp.lossy.matched_bits`), in Holm
-    ``family``, the reference read between its configurations by ``interpolation``
-    (:data:`gradcomp.lossy.matched_bits.INTERPOLATIONS`)."""
-
-    test: str
-    M: int
-    rate: int
-    reference: str
-    reference_M: int
-    match: str
-    family: str = "primary"
-    interpolation: str = "convex"
-
-    @property
-    def label(self) -> str:
-        """:func:`gradcomp.lossy.verdicts.question_label` (without the kept set)."""
-        from gradcomp.lossy.verdicts import question_label
-
-        return question_label(dataclasses.asdict(self))
-
-
-@dataclass(frozen=True)
-class Verdicts:
-    """How the primary questions are decided (``lossy.verdicts``): the equivalence margin in
-    nats, the family-wise error rate, the power the detectable difference is stated at, the
-    difference (nats) whose required warm starts each verdict states."""
-
-    margin: float
-    alpha: float
-    power: float
-    target: float
-    questions: tuple[Question, ...]
 
 
 @dataclass(frozen=True)
@@ -200,93 +208,6 @@ def _model_specs(c: dict[str, Any], variants: list[Variant], errors: list[str]) 
     return out
 
 
-def _interpolation(given: str | None, match: str) -> str:
-    """A question's reading of the reference between its configurations: as ``given``, else
-    ``convex`` on one kept set (the reference quantizer's curve at any level count) and
-    ``chord`` on the front (the operational curve: time sharing between the configurations
-    run reaches the chord)."""
-    if given not in (None, "auto"):
-        return given
-    return "convex" if match == "kept_set" else "chord"
-
-
-def _questions(
-    entries: list[dict[str, Any]],
-    variants: list[Variant],
-    primary: list[str],
-    kept_sets: Mapping[str, str],
-    errors: list[str],
-) -> tuple[Question, ...]:
-    """``lossy.verdicts.questions``, one :class:`Question` per test rate; each failure
-    appended to ``errors`` naming its key."""
-    in_primary = [v for v in variants if v.label in primary]
-    names = sorted({v.name for v in in_primary})
-    curves = sorted({v.curve for v in in_primary})
-    out = []
-    for i, q in enumerate(entries):
-        where = f"config key 'lossy.verdicts.questions.{i}"
-        test = [v for v in in_primary if v.name == q["test"]]
-        if not test:
-            errors.append(
-                f"{where}.test': {q['test']!r} is not a compressor of the one-round study's "
-                f"primary pass (lossy.one_round.variants gives {names}; with another "
-                "lossy.compressors list, set lossy.verdicts.questions to match, or [])"
-            )
-            continue
-        Ms = sorted({v.M for v in test})
-        if q["M"] not in Ms:
-            errors.append(f"{where}.M': {q['test']} has no M = {q['M']} ({Ms})")
-            continue
-        have = sorted({v.rate for v in test if v.M == q["M"]})
-        rates = have if q.get("rates") is None else list(q["rates"])
-        missing = [r for r in rates if r not in have]
-        if missing:
-            errors.append(
-                f"{where}.rates': {q['test']} M{q['M']} has no rate {missing} in the one-round "
-                f"study's primary pass (it has {have})"
-            )
-            continue
-        reference = q["reference"]
-        if reference == "exact":
-            ref_M, match = 0, "exact"
-        else:
-            if reference not in curves:
-                errors.append(
-                    f"{where}.reference': {reference!r} is neither 'exact' nor a rate curve of "
-                    f"the one-round study's primary pass ({curves})"
-                )
-                continue
-            ref_Ms = sorted({v.M for v in in_primary if v.curve == reference})
-            given_M: int | None = q.get("reference_M")
-            if given_M is None:
-                ref_M = q["M"] if q["M"] in ref_Ms else ref_Ms[0]
-            else:
-                ref_M = given_M
-            if given_M is not None and ref_M not in ref_Ms:
-                errors.append(f"{where}.reference_M': {reference} has no M = {ref_M} ({ref_Ms})")
-                continue
-            match = q.get("match", "auto")
-            if match == "exact":
-                errors.append(f"{where}.match': exact goes with reference: exact")
-                continue
-            if match == "auto":
-                own = {kept_sets[v.label] for v in test}
-                ref_sets = {kept_sets[v.label] for v in in_primary
-                            if v.curve == reference and v.M == ref_M}  # fmt: skip
-                match = "kept_set" if own & ref_sets else "frontier"
-        for rate in rates:
-            out.append(
-                Question(
-                    q["test"], q["M"], rate, reference, ref_M, match,
-                    family=q.get("family", "primary"),
-                    interpolation=_interpolation(q.get("interpolation"), match),
-                )
-            )  # fmt: skip
-    if len({(q.label, q.family) for q in out}) != len(out):
-        errors.append("config key 'lossy.verdicts.questions': a question is asked twice")
-    return tuple(out)
-
-
 def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     """The :class:`LossySection` of a validated config; each failed check across keys is
     appended to ``errors`` as ``config key 'a.b': ...``."""
@@ -358,14 +279,7 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
         ]  # fmt: skip
     curves = {v.name: v.curve for v in variants}
     kept_sets = {v.label: kept_set_of(v.spec) for v in variants}
-    questions = _questions(c["verdicts"]["questions"], variants, primary, kept_sets, errors)
-    verdicts = Verdicts(
-        margin=c["verdicts"]["margin"],
-        alpha=c["verdicts"]["alpha"],
-        power=c["verdicts"]["power"],
-        target=c["verdicts"]["target"],
-        questions=tuple(questions),
-    )
+    verdicts = build_verdicts(c["verdicts"], variants, primary, kept_sets, errors)
     warm = None if c["warm_start"] is None else dict(c["warm_start"])
     warm_seeds = () if warm is None else tuple(warm.pop("seeds"))
     model_specs = _model_specs(c, variants, errors)

@@ -1,0 +1,163 @@
+"""The primary questions of the study (``lossy.verdicts``) and how they are decided.
+
+:func:`build_verdicts` turns ``lossy.verdicts`` into :class:`Verdicts`: the margin, error rate
+and power, and one :class:`Question` per test rate, each checked against the one-round study's
+primary pass (the test compressor and its M and rates, the reference curve, the kept set it
+is matched on); every failure is appended to the caller's list naming its key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gradcomp.compression.entries import Variant
+
+__all__ = ["Question", "Verdicts", "build_verdicts"]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One primary question (``lossy.verdicts.questions``, one entry per rate): the ``test``
+    compressor's configuration at ``rate`` and ``M`` against the ``reference`` curve at
+    ``reference_M``, at its bits: on the same kept set, against the reference's front, or
+    against the uncompressed aggregate (``match``, :mod:`gradcomp.lossy.matched_bits`), in Holm
+    ``family``, the reference read between its configurations by ``interpolation``
+    (:data:`gradcomp.lossy.matched_bits.INTERPOLATIONS`)."""
+
+    test: str
+    M: int
+    rate: int
+    reference: str
+    reference_M: int
+    match: str
+    family: str = "primary"
+    interpolation: str = "convex"
+
+    @property
+    def label(self) -> str:
+        """:func:`gradcomp.lossy.verdicts.question_label` (without the kept set)."""
+        from gradcomp.lossy.verdicts import question_label
+
+        return question_label(dataclasses.asdict(self))
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """How the primary questions are decided (``lossy.verdicts``): the equivalence margin in
+    nats, the family-wise error rate, the power the detectable difference is stated at, the
+    difference (nats) whose required warm starts each verdict states."""
+
+    margin: float
+    alpha: float
+    power: float
+    target: float
+    questions: tuple[Question, ...]
+
+
+def _interpolation(given: str | None, match: str) -> str:
+    """A question's reading of the reference between its configurations: as ``given``, else
+    ``convex`` on one kept set (the reference quantizer's curve at any level count) and
+    ``chord`` on the front (the operational curve: time sharing between the configurations
+    run reaches the chord)."""
+    if given not in (None, "auto"):
+        return given
+    return "convex" if match == "kept_set" else "chord"
+
+
+def _questions(
+    entries: list[dict[str, Any]],
+    variants: list[Variant],
+    primary: list[str],
+    kept_sets: Mapping[str, str],
+    errors: list[str],
+) -> tuple[Question, ...]:
+    """``lossy.verdicts.questions``, one :class:`Question` per test rate; each failure
+    appended to ``errors`` naming its key."""
+    in_primary = [v for v in variants if v.label in primary]
+    names = sorted({v.name for v in in_primary})
+    curves = sorted({v.curve for v in in_primary})
+    out = []
+    for i, q in enumerate(entries):
+        where = f"config key 'lossy.verdicts.questions.{i}"
+        test = [v for v in in_primary if v.name == q["test"]]
+        if not test:
+            errors.append(
+                f"{where}.test': {q['test']!r} is not a compressor of the one-round study's "
+                f"primary pass (lossy.one_round.variants gives {names}; with another "
+                "lossy.compressors list, set lossy.verdicts.questions to match, or [])"
+            )
+            continue
+        Ms = sorted({v.M for v in test})
+        if q["M"] not in Ms:
+            errors.append(f"{where}.M': {q['test']} has no M = {q['M']} ({Ms})")
+            continue
+        have = sorted({v.rate for v in test if v.M == q["M"]})
+        rates = have if q.get("rates") is None else list(q["rates"])
+        missing = [r for r in rates if r not in have]
+        if missing:
+            errors.append(
+                f"{where}.rates': {q['test']} M{q['M']} has no rate {missing} in the one-round "
+                f"study's primary pass (it has {have})"
+            )
+            continue
+        reference = q["reference"]
+        if reference == "exact":
+            ref_M, match = 0, "exact"
+        else:
+            if reference not in curves:
+                errors.append(
+                    f"{where}.reference': {reference!r} is neither 'exact' nor a rate curve of "
+                    f"the one-round study's primary pass ({curves})"
+                )
+                continue
+            ref_Ms = sorted({v.M for v in in_primary if v.curve == reference})
+            given_M: int | None = q.get("reference_M")
+            if given_M is None:
+                ref_M = q["M"] if q["M"] in ref_Ms else ref_Ms[0]
+            else:
+                ref_M = given_M
+            if given_M is not None and ref_M not in ref_Ms:
+                errors.append(f"{where}.reference_M': {reference} has no M = {ref_M} ({ref_Ms})")
+                continue
+            match = q.get("match", "auto")
+            if match == "exact":
+                errors.append(f"{where}.match': exact goes with reference: exact")
+                continue
+            if match == "auto":
+                own = {kept_sets[v.label] for v in test}
+                ref_sets = {kept_sets[v.label] for v in in_primary
+                            if v.curve == reference and v.M == ref_M}  # fmt: skip
+                match = "kept_set" if own & ref_sets else "frontier"
+        for rate in rates:
+            out.append(
+                Question(
+                    q["test"], q["M"], rate, reference, ref_M, match,
+                    family=q.get("family", "primary"),
+                    interpolation=_interpolation(q.get("interpolation"), match),
+                )
+            )  # fmt: skip
+    if len({(q.label, q.family) for q in out}) != len(out):
+        errors.append("config key 'lossy.verdicts.questions': a question is asked twice")
+    return tuple(out)
+
+
+def build_verdicts(
+    c: Mapping[str, Any],
+    variants: list[Variant],
+    primary: list[str],
+    kept_sets: Mapping[str, str],
+    errors: list[str],
+) -> Verdicts:
+    """The :class:`Verdicts` of a ``lossy.verdicts`` section ``c``, its questions asked of the
+    one-round study's ``primary`` labels (``kept_sets``: label -> kept set); each failure
+    appended to ``errors`` naming its key."""
+    return Verdicts(
+        margin=c["margin"],
+        alpha=c["alpha"],
+        power=c["power"],
+        target=c["target"],
+        questions=_questions(c["questions"], variants, primary, kept_sets, errors),
+    )
