@@ -151,3 +151,33 @@ def test_every_y5_quantizer_has_its_colour() -> None:
     from gradcomp.palette import DISTORTION_STUDY_COLORS
 
     assert set(study_quantizers(2, 2.0)) == set(DISTORTION_STUDY_COLORS)
+
+
+def _luminance(hex_color: str) -> float:
+    """WCAG 2 relative luminance of an sRGB colour (0 black, 1 white)."""
+    channels = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_default_curves_take_distinct_colours_none_of_them_the_faintest() -> None:
+    """The default config's rate curves each get a colour of their own, and none gets the
+    palette's faintest on white by WCAG contrast (planted bug, the last release's: 12 curves on
+    a 12-colour list, PowerSGD drawn in light sand, contrast 1.6:1)."""
+    import yaml
+
+    from conftest import REPO
+    from gradcomp.compression.entries import entry_kind
+    from gradcomp.palette import SERIES
+
+    lossy = yaml.safe_load((REPO / "config/config.yaml").read_text())["lossy"]
+    kinds = {e["name"]: entry_kind(e) for e in lossy["compressors"]}
+    curves = {e["name"]: e.get("curve", e["name"]) for e in lossy["compressors"]}
+    rows = pd.DataFrame([(n, 1, 0) for n in kinds], columns=["compressor", "rate", "M"])
+    s = styles.variant_styles(rows, kinds, curves)
+    colour = {curves[n]: s[(n, 1, 0)].color.lower() for n in kinds
+              if not styles.is_reference(kinds[n])}  # fmt: skip
+    assert len(set(colour.values())) == len(colour) >= 12
+    faintest = max(SERIES, key=_luminance).lower()
+    assert 1.05 / (_luminance(faintest) + 0.05) < 2  # the sand: what the test guards against
+    assert faintest not in colour.values(), [c for c, v in colour.items() if v == faintest]

@@ -32,10 +32,11 @@ __all__ = [
 ]
 
 #: Series colours in the order they are handed out (Tol vibrant, then muted without the
-#: shades too close to a vibrant one; the light sand last: it reads worst on white).
+#: shades too close to a vibrant one, then the dark brown of Tol's discrete rainbow; the light
+#: sand last: it reads worst on white, and the default's 12 rate curves stop before it).
 SERIES = (
     "#0077BB", "#EE7733", "#CC3311", "#009988", "#332288", "#AA4499", "#33BBEE", "#117733",
-    "#882255", "#999933", "#EE3377", "#DDCC77",
+    "#882255", "#999933", "#EE3377", "#72190E", "#DDCC77",
 )  # fmt: skip
 #: The uncompressed references (float32, float16, ...), darkest first.
 GREYS = ("#000000", "#555555", "#999999")

@@ -67,8 +67,8 @@ def variant_styles(
     """``(compressor, rate, M) -> Style`` for the variants (columns compressor, rate, M);
     ``quantizers`` (name -> kind, in config order) fixes each compressor's colour, and
     ``curves`` (name -> the rate curve it joins, ``lossy.curves``) gives the compressors of
-    one curve one colour (the curve's first compressor's), so that the default's 11 curves
-    take 11 distinct colours of :data:`gradcomp.palette.SERIES`."""
+    one curve one colour (the curve's first compressor's), so that the default's 12 curves
+    take 12 distinct colours of :data:`gradcomp.palette.SERIES`."""
     order = list(quantizers)
     curve_of = dict(curves or {})
     rates = sorted(v for v, q in zip(variants["rate"], variants["compressor"], strict=True)
