@@ -85,8 +85,10 @@ def _reading(name: str) -> Callable[..., Any]:
     return op
 
 
-for _op in ("eq ne lt le gt ge hash str repr format int index float bool add radd sub rsub "
-            "mul rmul pow rpow lshift rlshift truediv rtruediv floordiv mod neg abs").split():
+for _op in (
+    "eq ne lt le gt ge hash str repr format int index float bool add radd sub rsub "
+    "mul rmul pow rpow lshift rlshift truediv rtruediv floordiv mod neg abs"
+).split():
     setattr(_Tagged, f"__{_op}__", _reading(f"__{_op}__"))  # fmt: skip
 
 
