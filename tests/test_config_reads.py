@@ -4,9 +4,9 @@ rule, script or library module reads a raw config key (``config[...]``, ``config
 report caption (workflow/report/*.rst: Snakemake renders them with Jinja, where
 ``snakemake.config`` is at hand); a caption names its config keys as text.
 
-The study layer (gradcomp.study.config validates the dict, gradcomp.study builds the study from
-it, with paper Y's section in gradcomp.study.lossy) is the one reader; the Snakefile's single
-``load_study(config, ...)`` the one hand-over.
+The study package (gradcomp.study.config validates the dict, gradcomp.study.build builds the
+study from it, each section in a module of the package) is the one reader; the Snakefile's
+single ``load_study(config, ...)`` the one hand-over.
 """
 
 from __future__ import annotations
@@ -20,11 +20,8 @@ from conftest import REPO
 
 #: ``config`` as a name that is indexed, has an attribute read, is called or handed on.
 RAW_READ = re.compile(r"(?<![\w.])(?:sm\.|snakemake\.)?config\s*(?:\[|\.|\(|,|\))")
-ALLOWED_MODULES = {
-    "src/gradcomp/study/config.py",
-    "src/gradcomp/study/build.py",
-    "src/gradcomp/study/lossy.py",
-}
+#: The study package's modules, the one reader.
+ALLOWED_MODULES = {str(p.relative_to(REPO)) for p in (REPO / "src/gradcomp/study").glob("*.py")}
 HAND_OVER = "STUDY = load_study(config, "
 #: A Jinja tag of a report caption, ``{{ ... }}`` or ``{% ... %}`` (over lines too).
 JINJA_TAG = re.compile(r"\{[{%].*?[}%]\}", re.DOTALL)
