@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 #: Where the product lives (tests, docs and config files aside).
 PRODUCT = [REPO / "src/gradcomp", REPO / "workflow", REPO / "Snakefile"]
 
@@ -52,10 +53,17 @@ def travel(name: str, files: list[Path] | None = None) -> list[str]:
     return [str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p) for p in found]
 
 
+def _library_importable() -> None:
+    """The repository's ``src`` first on ``sys.path`` (once, however often it is asked)."""
+    src = str(REPO / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+
+
 def registered() -> dict[str, list[str]]:
     """Sort -> names: the compressor kinds (quantizers and self-contained compressors) and
     the built-in coders, from their registries."""
-    sys.path.insert(0, str(REPO / "src"))
+    _library_importable()
     from gradcomp.coding.registry import builtin_specs
     from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 
@@ -112,7 +120,7 @@ def _watching(record: Callable[[str], None]) -> Iterator[None]:
     from gradcomp.compression.entries import Variant
     from gradcomp.compression.specs import CheckedSpec
 
-    item, attribute = CheckedSpec.__getitem__, Variant.__getattribute__
+    item, attribute, seen = CheckedSpec.__getitem__, Variant.__getattribute__, _Tagged.seen
 
     def spec_item(self: Any, key: str) -> Any:
         if key == "rate":
@@ -130,14 +138,14 @@ def _watching(record: Callable[[str], None]) -> Iterator[None]:
         yield
     finally:
         CheckedSpec.__getitem__, Variant.__getattribute__ = item, attribute  # type: ignore[method-assign]
-        _Tagged.seen = staticmethod(lambda what: None)  # type: ignore[assignment]
+        _Tagged.seen = staticmethod(seen)  # type: ignore[assignment]
 
 
 def rate_reads(compressor: str = "gennorm") -> dict[str, list[str]]:
     """Repository file -> how it reads the rate of config entry ``compressor`` on one
     federated run's path (module doc): library files as the replay saw them, then the schema
     and the rule files as read. The config file that sets the value is not listed."""
-    sys.path.insert(0, str(REPO / "src"))
+    _library_importable()
     import torch
     import yaml
 
@@ -170,7 +178,7 @@ def rate_reads(compressor: str = "gennorm") -> dict[str, list[str]]:
         for e in entries
     ]
     with _watching(record):
-        study = load_study(config, REPO / "workflow/schemas/config.schema.yaml")
+        study = load_study(config, SCHEMA)
         variant = next(v for v in study.lossy.variants if v.name == compressor)
         params = study.lossy.model_spec(study.lossy.models[0], variant.label).plain()
         factory = compressor_factory(CheckedSpec.trusted(params), 0)  # what the job does
@@ -178,9 +186,8 @@ def rate_reads(compressor: str = "gennorm") -> dict[str, list[str]]:
         update = {"w": 1e-3 * torch.randn(64, 32, generator=gen), "b": torch.zeros(32)}
         send(factory(0), update, rnd=1, user=0, n_train=10, receiver=factory.receiver(0, 0))
     out = {f: sorted(found[f]) for f in sorted(found)}
-    schema = REPO / "workflow/schemas/config.schema.yaml"
-    if re.search(r"^\s*rates:", schema.read_text(), re.M):
-        out[str(schema.relative_to(REPO))] = ["the entry's rates typed"]
+    if re.search(r"^\s*rates:", SCHEMA.read_text(), re.M):
+        out[str(SCHEMA.relative_to(REPO))] = ["the entry's rates typed"]
     rules = [REPO / "Snakefile", *sorted((REPO / "workflow").rglob("*.smk")),
              *sorted((REPO / "workflow/scripts").glob("*.py"))]  # fmt: skip
     for path in rules:

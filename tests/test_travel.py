@@ -59,7 +59,7 @@ def test_the_rate_tracer_sees_each_kind_of_read_and_no_hand_on() -> None:
 
     from gradcomp.compression.entries import expand_entries
     from gradcomp.compression.registry import QUANTIZERS
-    from gradcomp.compression.specs import check_spec
+    from gradcomp.compression.specs import CheckedSpec, check_spec
     from gradcomp.compression.users import compressor_factory
     from gradcomp.lossy.federated import run_federated
     from gradcomp.lossy.federated_stage import federated_stage
@@ -73,6 +73,4 @@ def test_the_rate_tracer_sees_each_kind_of_read_and_no_hand_on() -> None:
             assert _module_file(obj) not in reads, (entry, obj)
         assert _module_file(questions.build_verdicts) in reads  # the questions' rates
         assert "workflow/rules/common.smk" in reads and "Snakefile" not in reads
-    from gradcomp.compression.specs import CheckedSpec
-
     assert CheckedSpec.__getitem__.__module__ == "gradcomp.compression.specs"  # restored
