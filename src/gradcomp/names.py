@@ -1,0 +1,150 @@
+"""Readers' names for what the config and the tables call by identifier: the one registry the
+answers table, every figure and the report take their words from.
+
+Identifiers (``cm_fast``, ``gennorm``, ``uniformk10``, ``epoch_avg``) are for configs and code;
+a page a reader sees shows :func:`coder`, :func:`law`, :func:`kind`, :func:`variant`,
+:func:`dump` or :data:`TABLES` instead. A name not registered comes back as it is (a user's
+own coder or compressor keeps the name its author gave it).
+
+>>> coder("cm_fast"), law("gennorm")
+('context mixing (fast)', 'GenNorm')
+>>> variant({"quantizer": "lloyd", "family": "gennorm", "sparsifier": "topk", "topk": 0.1}, 1, 2)
+'GenNorm Lloyd M=2, 1 bit, top-K 10%'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["CODERS", "DUMPS", "KINDS", "LAWS", "TABLES", "coder", "dump", "kind", "law", "variant"]
+
+#: Fitted laws (``lossless.fit.families``, a Lloyd quantizer's ``family``).
+LAWS = {"gennorm": "GenNorm", "norm": "normal", "laplace": "Laplace", "dweibull": "double Weibull"}
+
+#: Coders and bounds of T1 and L5 (:func:`gradcomp.coding.registry.builtin_specs`); a family's
+#: coders are made by :func:`coder` from :data:`LAWS`.
+CODERS = {
+    "fp8": "FP8 bytes (8 bits)",
+    "lz78": "LZ78",
+    "zlib": "zlib",
+    "bz2": "bzip2",
+    "lzma": "LZMA",
+    "lzma_raw": "LZMA (raw stream)",
+    "lzma_shuffled": "LZMA (byte-shuffled)",
+    "zstd": "Zstandard",
+    "brotli": "Brotli",
+    "zpaq": "ZPAQ -m5",
+    "huffman_empirical": "Huffman (empirical counts)",
+    "entropy": "i.i.d. entropy (bound)",
+    "entropy_channel": "per-channel entropy (bound)",
+    "entropy_context": "context entropy (bound)",
+    "kt_context": "adaptive context code (bound)",
+    "ans_context": "ANS, context model",
+    "ans_gennorm_channel": "ANS, GenNorm per channel",
+    "cm_context": "context mixing",
+    "cm_fast": "context mixing (fast)",
+}
+_FAMILY_CODERS = {
+    "huffman": "Huffman ({} fit)",
+    "ans": "ANS ({} fit)",
+    "xent": "{} cross-entropy (bound)",
+}
+
+#: Quantizer and compressor kinds (``quantizer`` / ``compressor`` of a compressor entry).
+KINDS = {
+    "none": "float32",
+    "float16": "float16",
+    "float8": "FP8 (E5M2)",
+    "uniform": "uniform",
+    "lloyd": "Lloyd",
+    "kmeans": "weighted k-means",
+    "gaussian_channel": "Gaussian channel",
+    "tcq": "trellis-coded (TCQ)",
+    "ecsq": "entropy-constrained",
+    "ecsq_data": "entropy-constrained (data)",
+    "qsgd": "QSGD",
+    "terngrad": "TernGrad",
+    "scaled_sign": "scaled sign",
+    "powersgd": "PowerSGD",
+    "count_sketch": "count sketch",
+}
+
+#: Which gradient a lossless dump holds (``figures.lossless_kind``).
+DUMPS = {"epoch_avg": "epoch-averaged gradient", "last_batch": "last batch's gradient"}
+
+#: The tables, as a page names them.
+TABLES = {
+    "T1": "T1, bits per entry by coder",
+    "T2": "T2, fit quality by law",
+    "T3": "T3, federated runs",
+    "T4": "T4, the one-round paired study",
+    "T5": "T5, BD-rates",
+    "T6": "T6, distance to R(D)",
+    "verdicts": "verdicts",
+}
+
+
+def law(name: str) -> str:
+    """The law's name (``"norm"`` -> ``"normal"``)."""
+    return LAWS.get(name, name)
+
+
+def coder(name: str) -> str:
+    """The coder's or bound's name (``"huffman_gennorm"`` -> ``"Huffman (GenNorm fit)"``)."""
+    if name in CODERS:
+        return CODERS[name]
+    head, _, family = name.partition("_")
+    if head in _FAMILY_CODERS and family in LAWS:
+        return _FAMILY_CODERS[head].format(law(family))
+    return name
+
+
+def kind(name: str) -> str:
+    """The quantizer's or compressor's kind (``"scaled_sign"`` -> ``"scaled sign"``)."""
+    return KINDS.get(name, name)
+
+
+def dump(name: str) -> str:
+    """What a dump kind holds (``"epoch_avg"`` -> ``"epoch-averaged gradient"``)."""
+    return DUMPS.get(name, name)
+
+
+def _bits(rate: float) -> str:
+    return f"{rate:g} bit" + ("" if rate == 1 else "s")
+
+
+def variant(spec: Mapping[str, Any], rate: float | None = None, M: float | None = None) -> str:
+    """A compressor variant as a reader names it, from its spec (a config entry or checked
+    spec): the kind (with its law), M where the kind weighs the distortion, the rate (bits
+    per kept value; levels or target bits where the spec sets them; PowerSGD's rank), the
+    kept set where some are dropped, and error feedback.
+
+    >>> variant({"quantizer": "uniform", "levels": 3, "sparsifier": "topk", "topk": 0.452}, 2)
+    'uniform, 3 levels, top-K 45.2%'
+    >>> variant({"quantizer": "scaled_sign", "sparsifier": "none", "error_feedback": True})
+    'scaled sign, dense, error feedback'
+    """
+    name = spec.get("compressor") or spec.get("quantizer") or "?"
+    parts = [kind(str(name))]
+    if spec.get("family") and name in ("lloyd", "tcq", "ecsq", "ecsq_data"):
+        parts[0] = f"{law(str(spec['family']))} {parts[0]}"
+    if M is not None and name in ("lloyd", "kmeans", "ecsq", "ecsq_data"):
+        parts[0] += f" M={M:g}"
+    if name == "powersgd" and rate is not None:
+        parts.append(f"rank {rate:g}")
+    elif spec.get("levels"):
+        parts.append(f"{spec['levels']} levels")
+    elif spec.get("target_bits"):
+        parts.append(f"{float(spec['target_bits']):g} target bits")
+    elif rate is not None and name not in ("none", "float16", "float8", "terngrad", "scaled_sign"):
+        parts.append(_bits(rate))
+    sparsifier = spec.get("sparsifier", "topk" if spec.get("topk") else None)
+    if spec.get("compressor") is not None or sparsifier == "none":
+        parts.append("dense")
+    elif spec.get("topk") is not None:
+        where = {"randomk": "random-K"}.get(str(sparsifier), "top-K")
+        parts.append(f"{where} {100 * float(spec['topk']):.4g}%")
+    if spec.get("error_feedback"):
+        parts.append("error feedback")
+    return ", ".join(parts)
