@@ -1,25 +1,43 @@
 """The answers table (gradcomp.answers): the README's block is what the module makes of the
-default run's tables (docs/tables), its words follow the tables it reads (hand-made tables
-where the answer is known), and a missing table leaves its questions out."""
+default run's tables (docs/tables); its words follow the tables it reads (hand-made tables
+where the answer is known); the interval shown agrees with the word on the page itself
+(verdict tables made by the real procedure on simulated studies, read back from the
+Markdown); each claim carries the contrary finding the tables hold; a missing table leaves
+its questions out."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from gradcomp.answers import BEGIN, END, answers, answers_markdown, main, with_answers
+from gradcomp.answers import (
+    BEGIN,
+    END,
+    NUMBER,
+    PAPER_Y,
+    answers,
+    answers_markdown,
+    check_agreement,
+    main,
+    markdown_of,
+    with_answers,
+)
+from gradcomp.lossy.verdict_simulation import default_scenario, replicate
 
 REPO = Path(__file__).resolve().parents[1]
+MARGIN = 0.004
 
 
 def test_the_readme_block_is_the_default_runs_answers():
     """Planted bug: a number edited by hand in the README (the block then differs)."""
     readme = (REPO / "README.md").read_text()
     block = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
-    assert block == answers_markdown(answers(REPO / "docs/tables")).strip("\n")
-    assert readme.index(BEGIN) < readme.index("## What comes out")  # the answers come first
+    assert block == markdown_of(REPO / "docs/tables").strip("\n")
+    assert readme[: readme.index(BEGIN)].count("\n") < 40  # the answers on the first screen
 
 
 def t1(gennorm: float, norm: float, cm: float, entropy: float) -> pd.DataFrame:
@@ -34,35 +52,161 @@ def t1(gennorm: float, norm: float, cm: float, entropy: float) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(
-    ("bits", "huffman", "question_l"),
-    [((5.6, 5.7, 5.4, 5.65), "reproduced", "not as an i.i.d. law"),
-     ((5.8, 5.7, 5.7, 5.65), "not reproduced", "yes")],
+    ("bits", "huffman", "shortest"),
+    [((5.6, 5.7, 5.4, 5.55), "reproduced", "no: a context model"),
+     ((5.8, 5.7, 5.7, 5.65), "not reproduced", "yes: no code beats")],
 )  # fmt: skip
-def test_paper_l_words_follow_t1(tmp_path, bits, huffman, question_l):
+def test_paper_l_words_follow_t1(tmp_path, bits, huffman, shortest):
     """GenNorm's Huffman code below Norm's: reproduced, else not (the slip accounting's rows
-    are not read); a context coder below the i.i.d. entropy: "not as an i.i.d. law"."""
+    are not read); a context coder below the i.i.d. entropy: no i.i.d. code is the answer;
+    against it, GenNorm's Huffman code's distance to the i.i.d. entropy."""
     t1(*bits).to_csv(tmp_path / "T1.tsv", sep="\t", index=False)
-    table = answers(tmp_path).set_index("from")
-    assert list(table["this study"]) == [huffman, question_l]
-    assert (
-        "5.60 against 5.70" in table.iloc[0]["the number [95% interval]"] or huffman != "reproduced"
-    )
-
-
-def test_paper_y_rows_come_from_the_verdicts_and_missing_ones_are_left_out(tmp_path):
-    verdicts = pd.DataFrame([{
-        "model": "cnn", "question": "uniform R1 M0 on top-K 45.2% vs uncompressed",
-        "family": "one bit", "rate": 1, "test": "uniform", "loss_diff_mean": 0.1,
-        "loss_diff_lo": 0.04, "loss_diff_hi": 0.16, "acc_diff_mean": -0.026,
-        "bits_per_entry": 1.586, "verdict": "worse",
-    }])  # fmt: skip
-    verdicts.to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
     table = answers(tmp_path)
-    assert len(table) == 1  # no T1, T2, field rows or other questions: left out
-    row = table.iloc[0]
-    assert row["this study"] == "worse"
-    assert row["the number [95% interval]"].startswith("+0.100 [+0.040, +0.160] nats")
-    assert "-2.6 accuracy points" in row["the number [95% interval]"]
+    assert table.iloc[0]["this study"] == huffman
+    assert table.iloc[1]["this study"].startswith(shortest)
+    gap = bits[0] - bits[3]
+    assert f"{gap:.2f}-{gap:.2f} bits per entry above the i.i.d. entropy" in (
+        table.iloc[1]["the evidence against"]
+    )
+    if huffman == "reproduced":
+        assert "5.60 against 5.70" in table.iloc[0][NUMBER]
+        assert "context mixing (fast) 5.40" in table.iloc[1][NUMBER]  # a reader's name
+        assert "0.10 bits per entry (1.8%)" in table.iloc[0]["the evidence against"]
+
+
+def test_the_fit_row_names_the_cells_where_gennorm_fits_worse(tmp_path):
+    """T2 (hand-made): GenNorm's tails better in 2 of 2 cells, but its trimmed W2 4x the
+    normal law's on the first layers, where Laplace fits best."""
+    rows = []
+    for pos, w2 in (("lower", {"gennorm": 0.8, "norm": 0.2, "laplace": 0.1}),
+                    ("upper", {"gennorm": 0.1, "norm": 0.3, "laplace": 0.2})):  # fmt: skip
+        for fam, w in w2.items():
+            tail = 0.5 if fam == "gennorm" else 2
+            rows.append({"model": "cnn", "kind": "epoch_avg", "position": pos, "family": fam,
+                         "w2_mean": w, "tail_log10_err_mean": tail})  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "T2.tsv", sep="\t", index=False)
+    row = answers(tmp_path).iloc[0]
+    assert row["this study"] == "reproduced"
+    assert "first layers of cnn 4.0x (best there: Laplace)" in row["the evidence against"]
+    assert "last layers" not in row["the evidence against"]
+
+
+def verdict_row(label, verdict, mean, lo, hi, **extra):
+    test = label.split()[0]
+    row = {
+        "model": "cnn", "question": label, "family": "one bit", "test": test,
+        "test_curve": test.removesuffix("k10"), "test_point": label.split()[0] + "/R1_M2",
+        "test_name": f"{test} name", "reference": "uniform", "reference_M": 0,
+        "reference_name": "uniform on the same kept set", "match": "kept_set", "M": 2,
+        "rate": 1, "loss_diff_mean": mean, "decided_lo": lo, "decided_hi": hi,
+        "loss_diff_lo": lo, "loss_diff_hi": hi, "acc_diff_mean": -mean / 4,
+        "bits_per_entry": 1.586, "margin": MARGIN, "min_detectable": 0.01, "verdict": verdict,
+    }  # fmt: skip
+    row.update(extra)
+    return row
+
+
+def test_paper_y_claims_carry_the_contrary_verdicts(tmp_path):
+    """GenNorm M2 better than uniform at 45.2%, worse on top-K 10% (same curve) and M2
+    against M0 undecided: both come into the claim's row; float32 rows state the bits saved
+    and the accuracy per bit; a question not in the table is left out."""
+    rows = [
+        verdict_row("gennorm R1 M2 on top-K 45.2% vs uniform M0, kept set", "better",
+                    -0.1, -0.15, -0.05),
+        verdict_row("gennormk10 R1 M2 on top-K 10% vs uniform M0, kept set", "worse",
+                    0.027, 0.01, 0.04),
+        verdict_row("gennorm R1 M2 on top-K 45.2% vs gennorm M0, kept set", "undecided",
+                    -0.008, -0.02, 0.004, reference="gennorm", reference_M=0),
+        verdict_row("uniform R1 M0 on top-K 45.2% vs uncompressed", "worse", 0.1, 0.04, 0.16,
+                    match="exact", reference="exact", M=0, acc_diff_mean=-0.026),
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    table = answers(tmp_path).set_index("question")
+    claim = table.loc[PAPER_Y[4][0]]
+    assert claim["this study"] == "better"
+    assert "worse for gennormk10 name: +0.027 [+0.010, +0.040] nats" in (
+        claim["the evidence against"]
+    )
+    assert "M=2 against M=0 is undecided" in claim["the evidence against"]
+    m_row = table.loc[PAPER_Y[7][0]]
+    assert m_row["this study"].startswith("undecided (the interval holds 0")
+    first = table.loc[PAPER_Y[0][0]]
+    assert "+0.100 [+0.040, +0.160] nats of test loss, -2.6 accuracy points" in first[NUMBER]
+    # 2.6 points for 32 - 1.586 bits per entry saved
+    assert f"{2.6 / (32 - 1.586):.3f} points per bit per entry" in first[NUMBER]
+    assert len(table) == 3  # the top-K 10% question is no README row of its own
+
+
+def shown_intervals(markdown: str) -> list[tuple[str, float, float, float]]:
+    """(word, lo, hi, margin) of every paper-Y row as the page shows it (read from the
+    Markdown alone: the first bracket of the number column, the word's first token)."""
+    margin = float(re.search(r"inside ±([0-9.]+) nats", markdown).group(1))
+    out = []
+    for line in markdown.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 6 or "nats of test loss" not in cells[3]:
+            continue
+        lo, hi = re.search(r"\[([-+0-9.e]+), ([-+0-9.e]+)\]", cells[3]).groups()
+        out.append((cells[2].split()[0], float(lo), float(hi), margin))
+    return out
+
+
+def agrees(word, lo, hi, m):
+    return {
+        "better": hi < 0, "worse": lo > 0, "equivalent": -m < lo and hi < m,
+        "undecided": lo <= 0 <= hi and (lo <= -m or hi >= m),
+    }[word]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    """Verdict tables made by the real procedure on simulated studies: no difference (a
+    wide margin: equivalents), 1.5 and 6 margins off (better, worse, undecided), relabelled
+    as the README's questions."""
+    s = default_scenario()
+    n = len(s.questions())
+    runs = [
+        replicate(s, 40, 2, 3, seed=11, shift=0.0, margin=3 * MARGIN),
+        replicate(s, 16, 1, 4, seed=12, shift=1.5 * MARGIN * (-1.0) ** np.arange(n),
+                  margin=MARGIN),
+        replicate(s, 16, 1, 4, seed=13, shift=6 * MARGIN * (-1.0) ** np.arange(n),
+                  margin=MARGIN),
+    ]  # fmt: skip
+    return [t.dropna(subset=["p"]) for run in runs for _, t in run.groupby("rep")]
+
+
+def test_the_page_never_shows_a_word_its_interval_contradicts(simulated, tmp_path):
+    """Read back from the Markdown: every paper-Y row's shown interval agrees with its word,
+    over studies where every verdict occurs (and rounding never puts an end on the wrong
+    side of 0 or the margin)."""
+    words = set()
+    labels = [label for _, _, label in PAPER_Y]
+    for i, table in enumerate(simulated):
+        t = table.head(len(labels)).copy()
+        t["question"] = labels[: len(t)]
+        t.to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+        shown = shown_intervals(markdown_of(tmp_path))
+        assert len(shown) == len(t), i
+        for word, lo, hi, m in shown:
+            words.add(word)
+            assert agrees(word, lo, hi, m), (i, word, lo, hi, m)
+    assert words == {"better", "worse", "equivalent", "undecided"}
+
+
+def test_the_unadjusted_interval_is_refused(simulated):
+    """Planted bug: the raw 95% interval under the adjusted word. Some simulated rows then
+    disagree, and the table is refused naming the question."""
+    refused = 0
+    for table in simulated:
+        t = table.assign(decided_lo=table["loss_diff_lo"], decided_hi=table["loss_diff_hi"])
+        try:
+            check_agreement(t)
+        except ValueError as e:
+            assert "word and interval disagree" in str(e)
+            refused += 1
+    assert refused > 0
+    for table in simulated:
+        check_agreement(table)  # the real columns: never refused
 
 
 def test_with_answers_replaces_the_block_and_names_a_missing_marker(tmp_path):
@@ -74,22 +218,24 @@ def test_with_answers_replaces_the_block_and_names_a_missing_marker(tmp_path):
     readme.write_text(text)
     main([str(REPO / "docs/tables"), str(readme)])
     assert "| question | the paper |" in readme.read_text()
+    page = answers_markdown(answers(tmp_path / "none"))
+    assert sum(line.startswith("|") for line in page.splitlines()) == 2  # header only
 
 
 def test_the_limit_row_names_the_quantizer_nearest_the_bound_at_most_rates(tmp_path):
     """From T6 (hand-made): per M, the quantizer with the smallest gap at the most rates and
-    its gaps there; unreached gaps (NaN) are not counted (planted bug: the mean gap over all
-    quantizers, or the first model's rows mixed with the second's)."""
+    its gaps there, the rates where another is nearer against it; unreached gaps (NaN) are
+    not counted (planted bug: the mean gap over all quantizers, or the first model's rows
+    mixed with the second's)."""
     rows = []
-    gaps = {1: (0.15, 0.2), 2: (0.1, 0.3), 3: (0.15, 0.4), 4: (float("nan"), 0.6)}
+    gaps = {1: (0.15, 0.2), 2: (0.1, 0.3), 3: (0.15, 0.4), 4: (float("nan"), 0.6),
+            5: (0.5, 0.3)}  # fmt: skip
     for R, (a, b) in gaps.items():
         rows += [{"model": "cnn", "M": 2, "R": R, "quantizer": "a", "gap_bits": a},
                  {"model": "cnn", "M": 2, "R": R, "quantizer": "b", "gap_bits": b},
                  {"model": "zzz", "M": 2, "R": R, "quantizer": "b", "gap_bits": 0.01}]  # fmt: skip
     pd.DataFrame(rows).to_csv(tmp_path / "T6.tsv", sep="\t", index=False)
-    row = answers(tmp_path).set_index("from").loc["T6"]
+    row = answers(tmp_path).iloc[0]
     assert row["this study"] == "a nearest"
-    assert (
-        "M = 2: a, nearest at 3 of 4 rates, 0.10-0.15 bits above R(D)"
-        in (row["the number [95% interval]"])
-    )
+    assert "M=2: a, nearest at 3 of 5 rates, 0.10-0.15 bits above R(D)" in row[NUMBER]
+    assert "at M=2, 4 bits b is nearer (0.60 bits)" in row["the evidence against"]

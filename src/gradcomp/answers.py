@@ -1,176 +1,408 @@
 """Both papers' questions answered in one short table, from the run's own tables.
 
-:func:`answers` reads T1 and T2 (paper L), verdicts.tsv (paper Y) and T6 (the distance to the
-rate-distortion limit) from a tables folder and
-gives one row per question: the question in the paper's words, the paper's answer, this
-study's answer (a verdict word where a question was tested), the number behind it and
-where it comes from. The workflow writes it as ``results/tables/answers.md``; the README
-carries the default run's copy between two markers, which ``python -m gradcomp.answers
-TABLES README.md`` rewrites (a test checks that the README's block is what this module
-makes of ``docs/tables``, the default run's tables).
+:func:`answers` reads T1 and T2 (paper L), verdicts.tsv (paper Y), T5 and T6 from a tables
+folder and gives one row per question: the question in the paper's terms, the paper's
+answer, this study's answer, the number behind it, **the strongest finding of the same study
+against that answer** (found in the tables by rule, never typed) and where it comes from.
+Paper Y's numbers carry the interval their word is decided on (``decided_lo`` /
+``decided_hi`` of verdicts.tsv: the family's Holm-adjusted level), so that word and interval
+agree on sight; :func:`check_agreement` refuses a table where they would not. Names are
+readers' names (:mod:`gradcomp.names`).
 
-A question whose table or row is missing (another config) is left out, never guessed.
+The workflow writes it as ``results/tables/answers.md``; the README carries the default
+run's copy between two markers, which ``python -m gradcomp.answers TABLES README.md``
+rewrites (a test checks that the README's block is what this module makes of
+``docs/tables``). A question whose table or row is missing (another config) is left out,
+never guessed.
+
+>>> answers("no/such/folder").empty
+True
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["BEGIN", "END", "answers", "answers_markdown", "with_answers"]
+from gradcomp import names
+from gradcomp.palette import is_bound
+
+__all__ = [
+    "BEGIN",
+    "COLUMNS",
+    "END",
+    "answers",
+    "answers_markdown",
+    "check_agreement",
+    "markdown_of",
+    "with_answers",
+]
 
 BEGIN = (
     "<!-- answers: written by gradcomp.answers from results/tables (the workflow's "
     "answers.md); python -m gradcomp.answers results/tables README.md rewrites this block -->"
 )
 END = "<!-- end of answers -->"
-COLUMNS = ("question", "the paper", "this study", "the number [95% interval]", "from")
+NUMBER = "the number [interval the word is decided on]"
+COLUMNS = ("question", "the paper", "this study", NUMBER, "the evidence against", "from")
+#: Bits per entry of sending every entry as float32.
+FLOAT32_BITS = 32
 
 
 def _num(x: float, digits: int = 3) -> str:
+    if not np.isfinite(x):
+        return "inf" if x > 0 else ("-inf" if x < 0 else "n/a")
     if abs(x) < 0.001:
         return f"{x:+.4f}"
     return f"{x:+.{digits}f}"
 
 
-def _by_model(values: dict[str, str]) -> str:
-    return "; ".join(f"{m} {v}" for m, v in values.items())
+def _end(x: float, margin: float) -> str:
+    """An interval's end, with digits enough that its rounding keeps its side of 0 and of
+    ±``margin`` (an end just below 0 never reads as 0)."""
+    if not np.isfinite(x):
+        return _num(x)
+    for digits in range(3, 10):
+        text = f"{x:+.{digits}f}" if abs(x) >= 0.001 or digits > 3 else f"{x:+.4f}"
+        shown = float(text)
+        if all(np.sign(shown - c) == np.sign(x - c) for c in (0.0, margin, -margin)):
+            return text
+    return f"{x:+.10g}"
 
 
-def _paper_l(t1: pd.DataFrame | None, t2: pd.DataFrame | None) -> list[dict[str, str]]:
+def _g(term: str, anchor: str, docs: str) -> str:
+    """``term`` linked to its glossary entry."""
+    return f"[{term}]({docs}glossary.md#{anchor})"
+
+
+def _by_model(values: Mapping[str, str]) -> str:
+    return "; ".join(f"{m}: {v}" for m, v in values.items())
+
+
+def _fit_rows(t2: pd.DataFrame, docs: str) -> list[dict[str, str]]:
+    avg = (
+        t2[t2["kind"] == t2["kind"].iloc[0]]
+        if "epoch_avg" not in set(t2["kind"])
+        else (t2[t2["kind"] == "epoch_avg"])
+    )
+    tail = avg.pivot_table(
+        index=["model", "position"], columns="family", values="tail_log10_err_mean"
+    )
+    w2 = avg.pivot_table(index=["model", "position"], columns="family", values="w2_mean")
+    if not {"gennorm", "norm"} <= set(tail.columns):
+        return []
+    lower = int((tail["gennorm"] < tail["norm"]).sum())
+    median = avg.groupby("family")["w2_mean"].median()
+    worse = w2[w2["gennorm"] > w2["norm"]]
+    if worse.empty:
+        against = "none: GenNorm's trimmed W2 is at most the normal law's in every cell"
+    else:
+        cells = [
+            f"{names.POSITIONS.get(p, p)} of {m} {r['gennorm'] / r['norm']:.1f}x "
+            f"(best there: {names.law(str(r.idxmin()))})"
+            for (m, p), r in worse.iterrows()
+        ]
+        against = "GenNorm's trimmed W2 against the normal law's: " + "; ".join(cells)
+    return [
+        {
+            "question": "Are gradient entries closer to a GenNorm law than to a normal one, above "
+            f"all in the tails? ({_g('tail error', 'tail-error', docs)}, "
+            f"{_g('trimmed W2', 'trimmed-w2', docs)})",
+            "the paper": "yes",
+            "this study": "reproduced" if lower >= 0.75 * len(tail) else "not reproduced",
+            NUMBER: f"tail error lower for GenNorm in {lower} of {len(tail)} (model, layer depth) "
+            f"cells; median trimmed W2 {median['gennorm']:.2f} against {median['norm']:.2f}",
+            "the evidence against": against,
+            "from": names.TABLES["T2"],
+        }
+    ]
+
+
+def _code_rows(t1: pd.DataFrame, docs: str) -> list[dict[str, str]]:
+    raw = t1[(t1["scaling"] == "none") & (t1["accounting"] == "exact")]
+    bits = raw.pivot_table(index="model", columns="coder", values="bits_per_entry_mean")
     rows = []
-    if t2 is not None:
-        cells = t2[t2["kind"] == "epoch_avg"].pivot_table(
-            index=["model", "position"], columns="family", values="tail_log10_err_mean"
+    if {"huffman_gennorm", "huffman_norm"} <= set(bits.columns):
+        g, n = bits["huffman_gennorm"], bits["huffman_norm"]
+        gain = (n - g) / n
+        m = str(gain.idxmin())
+        against = f"the gain is {n[m] - g[m]:.2f} bits per entry ({100 * gain[m]:.1f}%) on {m}"
+        if "huffman_empirical" in bits and (bits["huffman_empirical"] < g).any():
+            e = bits["huffman_empirical"]
+            against += "; a Huffman code of the counts themselves is shorter still: " + ", ".join(
+                f"{k} {e[k]:.2f}" for k in bits.index
+            )
+        rows.append(
+            {
+                "question": "Does a Huffman code designed from the GenNorm fit compress "
+                f"{_g('FP8', 'fp8-e5m2', docs)} gradients better than one from the normal fit?",
+                "the paper": "yes",
+                "this study": "reproduced" if (g < n).all() else "not reproduced",
+                NUMBER: _by_model({k: f"{g[k]:.2f} against {n[k]:.2f}" for k in bits.index})
+                + f" {_g('bits per entry', 'bits-per-entry', docs)}",
+                "the evidence against": against,
+                "from": names.TABLES["T1"],
+            }
         )
-        if {"gennorm", "norm"} <= set(cells.columns):
-            lower = (cells["gennorm"] < cells["norm"]).sum()
-            w2 = t2[t2["kind"] == "epoch_avg"].groupby("family")["w2_mean"].median()
-            rows.append({
-                "question": "Are gradient entries better modelled by a GenNorm than by a normal "
-                "law, especially in the tails?",
-                "the paper": "yes",
-                "this study": "reproduced" if lower >= 0.75 * len(cells) else "not reproduced",
-                "the number [95% interval]": f"tail error lower for GenNorm in {lower} of "
-                f"{len(cells)} (model, depth) cells; median trimmed W2 {w2['gennorm']:.2f} "
-                f"against {w2['norm']:.2f}",
-                "from": "T2",
-            })  # fmt: skip
-    if t1 is not None:
-        raw = t1[(t1["scaling"] == "none") & (t1["accounting"] == "exact")]
-        bits = raw.pivot_table(index="model", columns="coder", values="bits_per_entry_mean")
-        if {"huffman_gennorm", "huffman_norm"} <= set(bits.columns):
-            wins = (bits["huffman_gennorm"] < bits["huffman_norm"]).all()
-            rows.append({
-                "question": "Does a Huffman code designed from the GenNorm model compress the "
-                "quantized gradient better than one designed from the normal model?",
-                "the paper": "yes",
-                "this study": "reproduced" if wins else "not reproduced",
-                "the number [95% interval]": _by_model({
-                    m: f"{r['huffman_gennorm']:.2f} against {r['huffman_norm']:.2f}"
-                    for m, r in bits.iterrows()}) + " bits per entry (FP8)",
-                "from": "T1",
-            })  # fmt: skip
-        context = [c for c in ("cm_fast", "cm_context", "ans_context") if c in bits.columns]
-        if context and "entropy" in bits.columns:
-            best = context[0]
-            below = (bits[best] < bits["entropy"]).all()
-            rows.append({
-                "question": "DNN gradient lossless compression: can GenNorm be the answer?",
+    codes = [c for c in bits.columns if not is_bound(c) and c != "fp8"]
+    if codes and {"entropy", "huffman_gennorm"} <= set(bits.columns):
+        best = bits[codes].idxmin(axis=1)
+        beats = all(bits.loc[k, best[k]] < bits.loc[k, "entropy"] for k in bits.index)
+        number = (
+            _by_model(
+                {
+                    k: f"{names.coder(best[k])} {bits.loc[k, best[k]]:.2f} against Huffman "
+                    f"(GenNorm fit) {bits.loc[k, 'huffman_gennorm']:.2f}; no i.i.d. code goes "
+                    f"below {bits.loc[k, 'entropy']:.2f}"
+                    for k in bits.index
+                }
+            )
+            + " bits per entry"
+        )
+        gap = bits["huffman_gennorm"] - bits["entropy"]
+        rows.append(
+            {
+                "question": "Which code is shortest, and is an i.i.d. GenNorm code the answer? "
+                f"({_g('i.i.d. entropy', 'iid-entropy', docs)}, "
+                f"{_g('context mixing', 'context-mixing', docs)})",
                 "the paper": "yes: GenNorm-designed Huffman codes",
-                "this study": "not as an i.i.d. law" if below else "yes",
-                "the number [95% interval]": _by_model({
-                    m: f"{r[best]:.2f} ({best}) against {r['entropy']:.2f} (i.i.d. entropy)"
-                    for m, r in bits.iterrows()}) + " bits per entry",
-                "from": "T1",
-            })  # fmt: skip
+                "this study": "no: a context model is shorter than any i.i.d. code"
+                if beats
+                else "yes: no code beats the i.i.d. entropy",
+                NUMBER: number,
+                "the evidence against": "among i.i.d. codes GenNorm is near the best: its "
+                f"Huffman code is {gap.min():.2f}-{gap.max():.2f} bits per entry above the i.i.d. "
+                "entropy",
+                "from": names.TABLES["T1"],
+            }
+        )
     return rows
 
 
 #: Paper Y's rows: (question, the paper's answer, the verdicts' question label).
 PAPER_Y = [
-    ("How much accuracy can one bit buy? Uniform quantization, against sending float32",
-     "the per-bit accuracy (defined; no number per quantizer)",
-     "uniform R1 M0 on top-K 45.2% vs uncompressed"),
-    ("... GenNorm Lloyd, M = 2 (the paper's weighted distortion)", "",
-     "gennorm R1 M2 on top-K 45.2% vs uncompressed"),
-    ("... GenNorm Lloyd, M = 0 (Lloyd-Max)", "", "gennorm R1 M0 on top-K 45.2% vs uncompressed"),
-    ("... weighted k-means (the data-optimal reference)", "",
-     "kmeans R1 M2 on top-K 45.2% vs uncompressed"),
-    ("At one bit, does the M-weighted GenNorm quantizer beat uniform at the same bits?",
-     "GenNorm quantizers with M > 0 (validated on CIFAR-10)",
-     "gennorm R1 M2 on top-K 45.2% vs uniform M0, kept set"),
-    ("... at two bits per kept value", "", "gennorm R2 M2 on top-K 45.2% vs uniform M0, kept set"),
-    ("... at four bits per kept value", "", "gennorm R4 M2 on top-K 45.2% vs uniform M0, kept set"),
-    ("Does M = 2 buy more than M = 0 at one bit?", "M > 0 spends resolution on large entries",
-     "gennorm R1 M2 on top-K 45.2% vs gennorm M0, kept set"),
-    ("(beyond both papers) Does the quantizer made for coded bits (entropy-constrained, M = 2) "
-     "beat GenNorm Lloyd M = 2 at the same bits? 2 target bits per kept value", "",
-     "ecsq R2 M2 on top-K 45.2% vs gennorm M2, kept set"),
+    (
+        "How much accuracy does one bit per kept value buy? Uniform at 1 bit against float32",
+        "defines the per-bit accuracy; no number per quantizer",
+        "uniform R1 M0 on top-K 45.2% vs uncompressed",
+    ),
+    (
+        "... GenNorm Lloyd M=2 (the paper's weighted distortion) at 1 bit against float32",
+        "",
+        "gennorm R1 M2 on top-K 45.2% vs uncompressed",
+    ),
+    (
+        "... GenNorm Lloyd M=0 (Lloyd-Max) at 1 bit against float32",
+        "",
+        "gennorm R1 M0 on top-K 45.2% vs uncompressed",
+    ),
+    (
+        "... weighted k-means M=2 (the data's own optimum) at 1 bit against float32",
+        "",
+        "kmeans R1 M2 on top-K 45.2% vs uncompressed",
+    ),
+    (
+        "At 1 bit per kept value, does the M-weighted GenNorm quantizer buy more accuracy than "
+        "uniform at the same bits?",
+        "yes: GenNorm quantizers with M > 0",
+        "gennorm R1 M2 on top-K 45.2% vs uniform M0, kept set",
+    ),
+    ("... at 2 bits per kept value", "", "gennorm R2 M2 on top-K 45.2% vs uniform M0, kept set"),
+    ("... at 4 bits per kept value", "", "gennorm R4 M2 on top-K 45.2% vs uniform M0, kept set"),
+    (
+        "Does M=2 buy more accuracy per bit than M=0 at 1 bit per kept value?",
+        "yes: M > 0 spends resolution on large entries",
+        "gennorm R1 M2 on top-K 45.2% vs gennorm M0, kept set",
+    ),
+    (
+        "(beyond both papers) Does the quantizer made for coded bits (entropy-constrained, M=2) "
+        "beat GenNorm Lloyd M=2 at the same bits? 2 target bits per kept value",
+        "",
+        "ecsq R2 M2 on top-K 45.2% vs gennorm M2, kept set",
+    ),
     ("... 3 target bits per kept value", "", "ecsq R3 M2 on top-K 45.2% vs gennorm M2, kept set"),
-    ("... and uniform? 2 target bits per kept value", "",
-     "ecsq R2 M2 on top-K 45.2% vs uniform M0, kept set"),
+    (
+        "... and uniform? 2 target bits per kept value",
+        "",
+        "ecsq R2 M2 on top-K 45.2% vs uniform M0, kept set",
+    ),
     ("... 3 target bits per kept value", "", "ecsq R3 M2 on top-K 45.2% vs uniform M0, kept set"),
-]  # fmt: skip
+]
+
+_OPPOSITE = {"better": "worse", "worse": "better"}
 
 
-def _paper_y(verdicts: pd.DataFrame | None) -> list[dict[str, str]]:
-    if verdicts is None or verdicts.empty:
+def _shown(r: Mapping[str, Any]) -> str:
+    m = float(r["margin"])
+    return (
+        f"{_num(r['loss_diff_mean'])} [{_end(r['decided_lo'], m)}, {_end(r['decided_hi'], m)}] nats"
+    )
+
+
+def _why(r: Mapping[str, Any]) -> str:
+    """Why a row's word is what it is, where the interval alone might leave a reader asking."""
+    if r["verdict"] != "undecided":
+        return ""
+    lo, hi, m = r["decided_lo"], r["decided_hi"], r["margin"]
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return " (no interval)"
+    return (
+        f" (the interval holds 0 and reaches past ±{m:g}; the design detects "
+        f"{r['min_detectable']:.3f})"
+    )
+
+
+def _other(r: Mapping[str, Any]) -> str:
+    return f"{r['test_name']} against {r['reference_name']}"
+
+
+def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None) -> str:
+    """The strongest contrary finding (module doc), by rule: the same test curve against the
+    same reference at another rate or kept set with the opposite word (else a word that is
+    not this one); for M > 0, M against M=0 of the same curve when not better; for a question
+    against float32, the other compressors at one bit whose word differs; the BD-rate of the
+    test's curve against the reference's (T5) when its sign disagrees."""
+    found = []
+    same = table[
+        (table["test_curve"] == r["test_curve"])
+        & (table["reference"] == r["reference"])
+        & (table["reference_M"] == r["reference_M"])
+        & (table["match"] == r["match"])
+        & (table["question"] != r["question"])
+    ]
+    opposite = same[same["verdict"] == _OPPOSITE.get(r["verdict"], "")]
+    if r["verdict"] in _OPPOSITE and opposite.empty:
+        opposite = same[same["verdict"] != r["verdict"]]
+    if not opposite.empty:
+        o = opposite.loc[opposite["loss_diff_mean"].abs().idxmax()]
+        found.append(f"{o['verdict']} for {o['test_name']}: {_shown(o)}")
+    if r["match"] != "exact" and r["M"] > 0 and r["reference"] != r["test_curve"]:
+        m0 = table[
+            (table["test_point"] == r["test_point"])
+            & (table["reference"] == r["test_curve"])
+            & (table["reference_M"] == 0)
+        ]
+        if not m0.empty and m0.iloc[0]["verdict"] != "better":
+            o = m0.iloc[0]
+            found.append(
+                f"M={r['M']:g} against M=0 is {o['verdict']} ({_shown(o)}): the "
+                "weighting is not shown to be what wins"
+            )
+    if r["match"] == "exact":
+        peers = table[
+            (table["match"] == "exact")
+            & (table["family"] == r["family"])
+            & (table["verdict"] != r["verdict"])
+        ]
+        if not peers.empty:
+            found.append(
+                "; ".join(f"{p['verdict']} for {p['test_name']}" for _, p in peers.iterrows())
+            )
+    if t5 is not None and r["match"] != "exact" and r["verdict"] in _OPPOSITE:
+        bd = (
+            t5[(t5["model"] == r["model"]) & (t5["curve"] == r["test_curve"]) & (t5["M"] == r["M"])]
+            if {"curve", "M", "bd_rate_mean"} <= set(t5)
+            else t5.iloc[:0]
+        )
+        for _, b in bd.iterrows():
+            v = b["bd_rate_mean"]
+            if (v > 0) == (r["verdict"] == "better") and np.isfinite(v):
+                found.append(
+                    f"over all its rates the curve needs {v:+.0f}% bits for the same "
+                    f"loss as uniform's (BD-rate, {names.TABLES['T5']})"
+                )
+    return "; ".join(found[:2]) if found else "none found in the verdicts"
+
+
+def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[str, str]]:
+    if table is None or table.empty or "decided_lo" not in table:
         return []
     rows = []
     for question, paper, label in PAPER_Y:
-        found = verdicts[verdicts["question"] == label]
+        found = table[table["question"] == label]
         if found.empty:
             continue
-        r = found.iloc[0]
-        number = (
-            f"{_num(r['loss_diff_mean'])} [{_num(r['loss_diff_lo'])}, {_num(r['loss_diff_hi'])}] "
-            f"nats of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points, at "
-            f"{r['bits_per_entry']:.2f} bits per entry"
+        r = found.iloc[0].to_dict()
+        number = f"{_shown(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points"
+        if r["match"] == "exact":
+            saved = FLOAT32_BITS - r["bits_per_entry"]
+            number += (
+                f" for {saved:.1f} fewer bits per entry than float32 "
+                f"({r['bits_per_entry']:.2f} against {FLOAT32_BITS}): "
+                f"{100 * -r['acc_diff_mean'] / saved:.3f} points per bit per entry"
+            )
+        else:
+            number += f" at the same {r['bits_per_entry']:.2f} bits per entry"
+        rows.append(
+            {
+                "question": question,
+                "the paper": paper,
+                "this study": r["verdict"] + _why(r),
+                NUMBER: number,
+                "the evidence against": _against(r, table, t5),
+                "from": f"{names.TABLES['verdicts']} ({r['family']})",
+            }
         )
-        rows.append({"question": question, "the paper": paper, "this study": r["verdict"],
-                     "the number [95% interval]": number,
-                     "from": f"verdicts ({r['family']})"})  # fmt: skip
-    field = verdicts[verdicts["family"] == "field"]
+    field = table[table["family"] == "field"]
     if not field.empty:
-        words = field.groupby("test")["verdict"].agg(lambda v: "/".join(dict.fromkeys(v)))
-        rows.append({
-            "question": "(beyond both papers) The field's compressors against uniform's "
-            "operational curve",
-            "the paper": "",
-            "this study": "; ".join(f"{t} {w}" for t, w in words.items()),
-            "the number [95% interval]": "per rate in verdicts.md",
-            "from": "verdicts (field)",
-        })  # fmt: skip
+        words = [f"{r['test_name']}: {r['verdict']}" for _, r in field.iterrows()]
+        rows.append(
+            {
+                "question": "(beyond both papers) Do the field's compressors beat uniform's "
+                "operational curve at the bits they spend?",
+                "the paper": "",
+                "this study": "no compressor better"
+                if not (field["verdict"] == "better").any()
+                else "some better",
+                NUMBER: "; ".join(words),
+                "the evidence against": "none found in the verdicts"
+                if not (field["verdict"] == "better").any()
+                else "; ".join(w for w in words if w.endswith("worse")) or "none found",
+                "from": f"{names.TABLES['verdicts']} (field)",
+            }
+        )
     return rows
 
 
-def _limit(t6: pd.DataFrame | None) -> list[dict[str, str]]:
+def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
     """How near the rate-distortion bound the nearest quantizer gets, per M (first model),
-    from T6: the quantizer nearest at the most designed rates, its gaps there."""
+    from T6: the quantizer nearest at the most designed rates, its gaps there; against: the
+    rates where another design is nearer."""
     if t6 is None or t6.empty or t6["gap_bits"].isna().all():
         return []
     t6 = t6[t6["model"] == sorted(t6["model"])[0]].dropna(subset=["gap_bits"])
-    parts, winners = [], []
+    parts, winners, others = [], [], []
     for M, rows in t6.groupby("M"):
         nearest = rows.loc[rows.groupby("R")["gap_bits"].idxmin()]
         counts = nearest["quantizer"].value_counts()
         name = min(counts.index, key=lambda n: (-counts[n], n))  # a tie: the first name
         own = nearest[nearest["quantizer"] == name]["gap_bits"]
-        winners.append(name)
-        parts.append(f"M = {M:g}: {name}, nearest at {len(own)} of {len(nearest)} rates, "
-                     f"{own.min():.2f}-{own.max():.2f} bits above R(D)")  # fmt: skip
-    return [{
-        "question": "(beyond both papers) How near the rate-distortion limit does the best "
-        "quantizer get, on a real update tensor?",
-        "the paper": "",
-        "this study": " / ".join(dict.fromkeys(winners)) + " nearest",
-        "the number [95% interval]": "; ".join(parts) + " (one tensor, no interval)",
-        "from": "T6",
-    }]  # fmt: skip
+        winners.append(names.DESIGNS.get(name, name))
+        parts.append(
+            f"M={M:g}: {names.DESIGNS.get(name, name)}, nearest at {len(own)} of "
+            f"{len(nearest)} rates, {own.min():.2f}-{own.max():.2f} bits above R(D)"
+        )
+        for _, o in nearest[nearest["quantizer"] != name].iterrows():
+            others.append(
+                f"at M={M:g}, {o['R']:g} bits {names.DESIGNS.get(o['quantizer'], o['quantizer'])} "
+                f"is nearer ({o['gap_bits']:.2f} bits)"
+            )
+    return [
+        {
+            "question": "(beyond both papers) How near the rate-distortion limit "
+            f"({_g('R(D)', 'rd', docs)}) does the best quantizer get, on a real update tensor?",
+            "the paper": "",
+            "this study": " / ".join(dict.fromkeys(winners)) + " nearest",
+            NUMBER: "; ".join(parts) + " (one tensor, no interval)",
+            "the evidence against": "; ".join(others[:2]) or "none: nearest at every rate",
+            "from": names.TABLES["T6"],
+        }
+    ]
 
 
 def _read(folder: Path, name: str) -> pd.DataFrame | None:
@@ -178,24 +410,77 @@ def _read(folder: Path, name: str) -> pd.DataFrame | None:
     return pd.read_csv(path, sep="\t") if path.exists() else None
 
 
-def answers(tables: str | Path) -> pd.DataFrame:
-    """One row per question (module doc) from the tables folder ``tables`` (T1.tsv, T2.tsv,
-    verdicts.tsv, T6.tsv; any of them may be missing)."""
+def answers(tables: str | Path, docs: str = "docs/") -> pd.DataFrame:
+    """One row per question (module doc) from the tables folder ``tables`` (T1, T2,
+    verdicts, T5, T6 as TSV; any of them may be missing); ``docs``: the docs folder as seen
+    from where the table is shown (glossary links)."""
     folder = Path(tables)
     verdicts = _read(folder, "verdicts")
-    if verdicts is not None and "model" in verdicts:
+    if verdicts is not None and "model" in verdicts and not verdicts.empty:
         verdicts = verdicts[verdicts["model"] == sorted(verdicts["model"])[0]]
-    rows = _paper_l(_read(folder, "T1"), _read(folder, "T2")) + _paper_y(verdicts)
-    rows += _limit(_read(folder, "T6"))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    rows: list[dict[str, str]] = []
+    t2, t1 = _read(folder, "T2"), _read(folder, "T1")
+    if t2 is not None and not t2.empty:
+        rows += _fit_rows(t2, docs)
+    if t1 is not None and not t1.empty:
+        rows += _code_rows(t1, docs)
+    rows += _paper_y(verdicts, _read(folder, "T5"))
+    rows += _limit(_read(folder, "T6"), docs)
+    out = pd.DataFrame(rows, columns=list(COLUMNS))
+    if verdicts is not None and "decided_lo" in verdicts:
+        check_agreement(verdicts)
+    return out
 
 
-def answers_markdown(table: pd.DataFrame) -> str:
-    """The table as Markdown (the cells as they are)."""
+def check_agreement(verdicts: pd.DataFrame) -> None:
+    """ValueError naming every question whose shown interval contradicts its word: better
+    needs it below 0, worse above 0, equivalent inside the margin, undecided holding 0 and
+    reaching past the margin (or no interval)."""
+    bad = []
+    for _, r in verdicts.iterrows():
+        lo, hi, m, v = r["decided_lo"], r["decided_hi"], r["margin"], r["verdict"]
+        ok = {
+            "better": hi < 0,
+            "worse": lo > 0,
+            "equivalent": -m < lo and hi < m,
+            "undecided": not (np.isfinite(lo) and np.isfinite(hi))
+            or (lo <= 0 <= hi and (lo <= -m or hi >= m)),
+        }.get(v, False)
+        if not ok:
+            bad.append(f"{r['question']}: {v} with [{lo:.4g}, {hi:.4g}] (margin {m:g})")
+    if bad:
+        raise ValueError("word and interval disagree: " + "; ".join(bad))
+
+
+def _intro(docs: str, margin: float | None) -> str:
+    within = f"±{margin:g}" if margin is not None else "± the margin"
+    return (
+        f"How to read it: each word of paper Y is decided by a test adjusted for its "
+        f"{_g('family', 'family', docs)} ({_g('Holm', 'holm', docs)}), and the interval shown "
+        f"is the one it is decided on: **better** / **worse** when it lies below / above 0, "
+        f"**{_g('equivalent', 'equivalent', docs)}** when it lies inside {within} nats, "
+        f"**{_g('undecided', 'undecided', docs)}** otherwise. Nats of test loss, the compressor "
+        f"minus its reference after one round from the same "
+        f"{_g('warm start', 'warm-start', docs)} (negative: better), over warm starts. "
+        f"Every term: [glossary]({docs}glossary.md).\n\n"
+    )
+
+
+def answers_markdown(table: pd.DataFrame, docs: str = "docs/", margin: float | None = None) -> str:
+    """The table as Markdown, after a paragraph that states how its words are decided."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
     for _, row in table.iterrows():
         lines.append("| " + " | ".join(str(row[c]) for c in COLUMNS) + " |")
-    return "\n".join(lines) + "\n"
+    return _intro(docs, margin) + "\n".join(lines) + "\n"
+
+
+def markdown_of(tables: str | Path, docs: str = "docs/") -> str:
+    """:func:`answers_markdown` of :func:`answers` of the folder, with the verdicts' margin."""
+    verdicts = _read(Path(tables), "verdicts")
+    margin = None
+    if verdicts is not None and "margin" in verdicts and not verdicts.empty:
+        margin = float(verdicts["margin"].iloc[0])
+    return answers_markdown(answers(tables, docs), docs, margin)
 
 
 def with_answers(readme: str, table_md: str) -> str:
@@ -215,7 +500,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if len(args) != 2:
         raise SystemExit("usage: python -m gradcomp.answers TABLES_FOLDER README.md")
     readme = Path(args[1])
-    readme.write_text(with_answers(readme.read_text(), answers_markdown(answers(args[0]))))
+    readme.write_text(with_answers(readme.read_text(), markdown_of(args[0])))
 
 
 if __name__ == "__main__":

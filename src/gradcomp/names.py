@@ -17,7 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CODERS", "DUMPS", "KINDS", "LAWS", "TABLES", "coder", "dump", "kind", "law", "variant"]
+__all__ = [
+    "CODERS", "DESIGNS", "DUMPS", "KINDS", "LAWS", "POSITIONS", "TABLES", "WEIGHTED", "coder",
+    "dump", "kind", "law",
+    "method", "variant",
+]  # fmt: skip
 
 #: Fitted laws (``lossless.fit.families``, a Lloyd quantizer's ``family``).
 LAWS = {"gennorm": "GenNorm", "norm": "normal", "laplace": "Laplace", "dweibull": "double Weibull"}
@@ -73,6 +77,21 @@ KINDS = {
 #: Which gradient a lossless dump holds (``figures.lossless_kind``).
 DUMPS = {"epoch_avg": "epoch-averaged gradient", "last_batch": "last batch's gradient"}
 
+#: The quantizer designs of the distortion study (Y5, T6), by their labels there.
+DESIGNS = {
+    "uniform": "uniform",
+    "lloyd gennorm (same M)": "GenNorm Lloyd",
+    "lloyd gennorm, survivors fit": "GenNorm Lloyd, fit to the kept values",
+    "lloyd gauss (M0)": "normal Lloyd M=0",
+    "k-means (same M)": "weighted k-means",
+    "ecsq gennorm (same M)": "entropy-constrained (GenNorm fit)",
+    "ecsq data (same M)": "entropy-constrained (data)",
+    "gaussian channel": "Gaussian channel",
+}
+
+#: Where a fitted tensor sits in the model (:data:`gradcomp.lossless.positions.POSITIONS`).
+POSITIONS = {"lower": "first layers", "middle": "middle layers", "upper": "last layers"}
+
 #: The tables, as a page names them.
 TABLES = {
     "T1": "T1, bits per entry by coder",
@@ -114,6 +133,25 @@ def _bits(rate: float) -> str:
     return f"{rate:g} bit" + ("" if rate == 1 else "s")
 
 
+#: Kinds whose design weighs the distortion by |g|^M (their names show M).
+WEIGHTED = ("lloyd", "kmeans", "ecsq", "ecsq_data")
+
+
+def method(spec: Mapping[str, Any], M: float | None = None) -> str:
+    """The kind with its law, and M where the kind weighs the distortion.
+
+    >>> method({"quantizer": "lloyd", "family": "gennorm"}, 2), method({"quantizer": "uniform"}, 0)
+    ('GenNorm Lloyd M=2', 'uniform')
+    """
+    name = str(spec.get("compressor") or spec.get("quantizer") or "?")
+    text = kind(name)
+    if spec.get("family") and name in ("lloyd", "tcq", *WEIGHTED):
+        text = f"{law(str(spec['family']))} {text}"
+    if M is not None and name in WEIGHTED:
+        text += f" M={M:g}"
+    return text
+
+
 def variant(spec: Mapping[str, Any], rate: float | None = None, M: float | None = None) -> str:
     """A compressor variant as a reader names it, from its spec (a config entry or checked
     spec): the kind (with its law), M where the kind weighs the distortion, the rate (bits
@@ -126,11 +164,7 @@ def variant(spec: Mapping[str, Any], rate: float | None = None, M: float | None 
     'scaled sign, dense, error feedback'
     """
     name = spec.get("compressor") or spec.get("quantizer") or "?"
-    parts = [kind(str(name))]
-    if spec.get("family") and name in ("lloyd", "tcq", "ecsq", "ecsq_data"):
-        parts[0] = f"{law(str(spec['family']))} {parts[0]}"
-    if M is not None and name in ("lloyd", "kmeans", "ecsq", "ecsq_data"):
-        parts[0] += f" M={M:g}"
+    parts = [method(spec, M)]
     if name == "powersgd" and rate is not None:
         parts.append(f"rank {rate:g}")
     elif spec.get("levels"):

@@ -13,9 +13,12 @@ rule table_answers:
         t1="results/tables/T1.tsv",
         t2="results/tables/T2.tsv",
         verdicts="results/tables/verdicts.tsv",
+        t5="results/tables/T5.tsv",
         t6="results/tables/T6.tsv",
     output:
         md=report("results/tables/answers.md", caption="../report/answers.rst", category="Answers"),
+    params:
+        docs="../../docs/",  # the glossary as linked from results/tables
     log:
         "results/logs/tables/answers.log",
     threads: 1

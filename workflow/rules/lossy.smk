@@ -359,6 +359,7 @@ rule table_verdicts:
         alpha=LOSSY.verdicts.alpha,
         power=LOSSY.verdicts.power,
         target=LOSSY.verdicts.target,
+        names=LOSSY.display_names(),
     log:
         "results/logs/tables/verdicts.log",
     threads: 1

@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from gradcomp.answers import answers, answers_markdown
+from gradcomp.answers import markdown_of
 from gradcomp.artifacts import write_text
 from gradcomp.logutil import log_to_file
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
-write_text(sm.output.md, answers_markdown(answers(Path(sm.input.verdicts).parent)))
+write_text(sm.output.md, markdown_of(Path(sm.input.verdicts).parent, docs=sm.params.docs))

@@ -16,4 +16,5 @@ table_verdicts(
     alpha=sm.params.alpha,
     power=sm.params.power,
     target=sm.params.target,
+    names=dict(sm.params.names),
 )

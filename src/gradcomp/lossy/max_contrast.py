@@ -104,6 +104,15 @@ class MaxContrastTest:
     def se(self) -> float:
         return float(self.ses[int(np.argmax(self.estimates))])
 
+    def interval(self, level: float) -> tuple[float, float]:
+        """The simultaneous interval of the largest contrast at confidence ``level`` (its
+        limits excluding 0 exactly when :attr:`p` < ``1 - level``)."""
+        if not self.estimates.size or not np.isfinite(self.estimates).all():
+            return (np.nan, np.nan)
+        q = self._quantile(level)
+        return (float((self.estimates - q * self.ses).max()),
+                float((self.estimates + q * self.ses).max()))  # fmt: skip
+
     def _tail(self, q: float) -> float:
         """P(max |T| >= q) from the draws."""
         return float(1.0 - np.searchsorted(self.maxima, q, side="left") / self.maxima.size)

@@ -73,6 +73,14 @@ class NestedTest:
     units: int
     design: str
 
+    def interval(self, level: float) -> tuple[float, float]:
+        """The two-sided Student-t interval at confidence ``level`` (each limit one-sided at
+        ``(1 - level) / 2``); NaN without a standard error."""
+        if not (np.isfinite(self.mean) and np.isfinite(self.se) and self.df >= 1):
+            return (np.nan, np.nan)
+        half = float(scipy.stats.t.ppf(0.5 + level / 2, self.df)) * self.se
+        return (self.mean - half, self.mean + half)
+
 
 def nested_test(values, warm_starts, level: float = 0.95) -> NestedTest:
     """The t-interval and test over the design's units (:func:`unit_values`).
@@ -129,6 +137,13 @@ class BoundedTest:
     @property
     def se(self) -> float:
         return max(self.low.se, self.high.se)
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """The low end's lower and the high end's upper limit at ``level`` (each one-sided at
+        ``(1 - level) / 2``, as :attr:`p` and :meth:`tost` test them; +inf for a high end at
+        infinity)."""
+        hi = np.inf if np.isposinf(self.high.mean) else self.high.interval(level)[1]
+        return (self.low.interval(level)[0], hi)
 
     @property
     def df(self) -> int:

@@ -61,8 +61,8 @@ from gradcomp.lossy.max_contrast import MaxContrastTest, max_contrast_test
 from gradcomp.lossy.nested import bounded_test, decide, variance_components
 from gradcomp.lossy.paired import holm, seed_means
 
-__all__ = ["POINT_COLUMNS", "question_label", "table_verdicts", "verdicts_from_points",
-           "verdicts_table"]  # fmt: skip
+__all__ = ["POINT_COLUMNS", "decided_interval", "question_label", "table_verdicts",
+           "verdicts_from_points", "verdicts_table"]  # fmt: skip
 
 #: The columns a verdict needs per variant and trajectory (:func:`verdicts_from_points`).
 POINT_COLUMNS = ("model", "compressor", "rate", "M", "warm_start", "seed", "bits_per_entry",
@@ -299,6 +299,7 @@ def verdicts_from_points(
     alpha: float = 0.05,
     power: float = 0.8,
     target: float = 0.02,
+    names: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per question and model (module doc); ``units_for_target``: the units (warm
     starts, at the design's seeds each) that would make ``min_detectable`` at most ``target``
@@ -311,7 +312,10 @@ def verdicts_from_points(
     ``"primary"``) and ``interpolation`` (default ``"convex"``)
     (:class:`gradcomp.study.lossy.Question`); ``curves``: compressor name -> its rate curve (a
     name not listed is its own); ``kept_sets``: variant label (``name/R{rate}_M{M}``) -> its
-    kept set (:func:`gradcomp.lossy.matched_bits.kept_set_of`)."""
+    kept set (:func:`gradcomp.lossy.matched_bits.kept_set_of`); ``names``: readers' names
+    (:meth:`gradcomp.study.lossy.LossySection.display_names`: variant labels and
+    ``{name}@M{M}``) for the columns ``test_name`` and ``reference_name`` (the identifiers
+    where a name is missing)."""
     points = per_seed.assign(curve=[curves.get(n, n) for n in per_seed["compressor"]])
     rows = [row for q in questions for row in _question_rows(points, q, kept_sets, margin)]
     table = pd.DataFrame(rows)
@@ -332,14 +336,59 @@ def verdicts_from_points(
         t.units_for(target, a, power) for t, a in zip(table["_test"], level, strict=True)
     ]
     table["target"] = target
-    table = table.drop(columns="_test")
     table["verdict"] = [
         decide(mean, p, t, alpha)
         for mean, p, t in zip(
             table["loss_diff_mean"], table["p_holm"], table["tost_p_holm"], strict=True
         )
     ]
-    return table
+    table["test_curve"] = [curves.get(t, t) for t in table["test"]]
+    table["test_name"] = [(names or {}).get(p, p) for p in table["test_point"]]
+    table["reference_name"] = [_reference_name(r, names or {}) for r in table.to_dict("records")]
+    decided = [decided_interval(r, alpha) for r in table.to_dict("records")]
+    table["decided_lo"] = [d[0] for d in decided]
+    table["decided_hi"] = [d[1] for d in decided]
+    return table.drop(columns="_test")
+
+
+def _reference_name(row: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    """What a question compares with, as a reader names it."""
+    if row["match"] == "exact":
+        return "the float32 aggregate"
+    key = f"{row['reference']}@M{row['reference_M']:g}"
+    method = names.get(key, f"{row['reference']} M{row['reference_M']:g}")
+    if row["match"] == "kept_set":
+        return f"{method} on the same kept set"
+    return f"{method} at its best kept set"
+
+
+def _adjusted_level(p: float, p_holm: float, alpha: float) -> float:
+    """The level a raw p-value is held to after Holm: ``alpha * p / p_holm`` (``p < level``
+    exactly when ``p_holm < alpha``)."""
+    if not (np.isfinite(p) and np.isfinite(p_holm)):
+        return np.nan
+    return alpha if p_holm == 0 else alpha * p / p_holm
+
+
+def decided_interval(row: Mapping[str, Any], alpha: float) -> tuple[float, float]:
+    """The interval the row's verdict is decided on, at the family's Holm-adjusted level
+    (:func:`_adjusted_level`): for better / worse the two-sided interval at ``1 - level``
+    (it excludes 0), for equivalent the TOST interval at ``1 - 2 level`` (inside the margin),
+    for undecided the hull of both (it holds 0 and reaches past the margin). ``row`` holds
+    the test object under ``_test``; NaN where the test has no interval."""
+    test, verdict = row["_test"], row["verdict"]
+    diff = _adjusted_level(row["p"], row["p_holm"], alpha)
+    equiv = _adjusted_level(row["tost_p"], row["tost_p_holm"], alpha)
+    two_sided = test.interval(1 - diff) if np.isfinite(diff) else (np.nan, np.nan)
+    tost = test.interval(1 - 2 * equiv) if np.isfinite(equiv) else (np.nan, np.nan)
+    if verdict == "equivalent":
+        return tost
+    if verdict in ("better", "worse"):
+        return two_sided
+    ends = [e for e in (two_sided, tost) if np.isfinite(e).all()]
+    if not ends:
+        return (np.nan, np.nan)
+    return (min(e[0] for e in ends), max(e[1] for e in ends))
 
 
 def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
@@ -364,8 +413,9 @@ def _readable(table: pd.DataFrame) -> pd.DataFrame:
             "bits/entry": table["bits_per_entry"],
         }
     )
-    for part in ("mean", "lo", "hi"):
-        out[f"loss_diff_{part}"] = table[f"loss_diff_{part}"]
+    out["loss_diff_mean"] = table["loss_diff_mean"]
+    out["decided_lo"] = table["decided_lo"]
+    out["decided_hi"] = table["decided_hi"]
     out["interp_bound"] = table["interp_bound"]
     out["p_holm"] = table["p_holm"]
     out["min_detectable"] = table["min_detectable"]
@@ -377,7 +427,7 @@ def _readable(table: pd.DataFrame) -> pd.DataFrame:
 
 def table_verdicts(
     paths, tsv, md, *, questions, curves, kept_sets, margin: float, alpha: float = 0.05,
-    power: float = 0.8, target: float = 0.02,
+    power: float = 0.8, target: float = 0.02, names: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """Write the verdicts as TSV (every column) and Markdown (:func:`_readable`)."""
     if not questions:
@@ -388,7 +438,7 @@ def table_verdicts(
         return pd.DataFrame()
     table = verdicts_table(
         paths, questions=questions, curves=curves, kept_sets=kept_sets, margin=margin,
-        alpha=alpha, power=power, target=target,
+        alpha=alpha, power=power, target=target, names=names,
     )  # fmt: skip
     if table.empty:
         raise ValueError(
@@ -413,7 +463,11 @@ def table_verdicts(
         f"seeds (two-level design). Holm families, each adjusted on its own: {families}. "
         f"Verdict: equivalent if the adjusted TOST p (|difference| >= {margin:g} nats) < "
         f"{alpha:g}, else better / worse if the adjusted p (difference = 0) < {alpha:g}, "
-        f"else undecided. min_detectable: interp_bound plus the difference detected with "
+        f"else undecided. decided_lo / decided_hi: the interval the verdict is decided on, at "
+        "the family's Holm-adjusted level (alpha p / p_holm: it excludes 0 exactly when the "
+        "adjusted test rejects; for equivalent the TOST interval, inside the margin; for "
+        "undecided the hull of both); the unadjusted 95% interval is loss_diff_lo / _hi in "
+        f"verdicts.tsv. min_detectable: interp_bound plus the difference detected with "
         f"{power:.0%} power at level {alpha:g}/m (Holm's first step, m the family's size). "
         "The reference configurations used, the bracket's largest step (log2 bits), the "
         "accuracy differences and the warm starts that would detect "

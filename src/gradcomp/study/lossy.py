@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from gradcomp import names
 from gradcomp.compression.entries import EntryError, Variant, entry_kind, expand_entries
 from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, variant_label
 from gradcomp.errors import ConfigError
@@ -160,6 +161,16 @@ class LossySection:
         if warm_start == first:
             return everything
         return [label for label in everything if label in self.one_round_primary]
+
+    def display_names(self) -> dict[str, str]:
+        """Readers' names (:mod:`gradcomp.names`): each variant label (``name/R{rate}_M{M}``)
+        -> its variant's name, and ``{name}@M{M}`` -> the entry's method at that M (what a
+        reference curve is called)."""
+        out = {v.label: names.variant(v.spec, v.rate, v.M) for v in self.variants}
+        for v in self.variants:
+            for M in sorted({0, v.M, *(q.reference_M for q in self.verdicts.questions)}):
+                out.setdefault(f"{v.name}@M{M}", names.method(v.spec, M))
+        return out
 
     def has_full_runs(self, name: str, rate: int, M: int) -> bool:
         """Whether the variant gets full federated runs (``full_runs`` names it or its label)."""
