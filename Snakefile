@@ -37,6 +37,7 @@ include: "workflow/rules/lossless.smk"
 include: "workflow/rules/lossy.smk"
 include: "workflow/rules/costs.smk"
 include: "workflow/rules/answers.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:

@@ -198,7 +198,7 @@ def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
 FIGURE_RULES = {
     "all", "figure_L1", "figure_L2", "figure_L3", "figure_L4", "figure_L5", "figures_Y1_Y3",
     "figure_Y4", "figure_Y5", "figure_Y6", "table_T1", "table_T2", "table_T3", "table_T4",
-    "figure_Y7", "table_T5", "table_T6", "table_costs", "table_answers",
+    "figure_Y7", "table_T5", "table_T6", "table_costs", "table_answers", "figure_manifest",
 }  # fmt: skip
 # Cheap rules that derive what a figure shows from cached artifacts (no training, no fits).
 DERIVED_RULES = {"tensor_positions", "distortion_study"}
@@ -253,6 +253,16 @@ def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
     answers = (tiny_workdir / "results/tables/answers.md").read_text()
     assert "| question | the paper | this study |" in answers  # from the tiny run's tables
     assert "GenNorm" in answers and "answers.md" in names
+
+
+def test_figure_manifest_has_one_row_per_png(tiny_workdir: Path) -> None:
+    """results/figures/manifest.tsv: one row per figure PNG the run made, each measured when
+    it was saved, with its question (planted bug: a figure left out of the rule's input)."""
+    figures = tiny_workdir / "results/figures"
+    manifest = pd.read_csv(figures / "manifest.tsv", sep="\t", keep_default_na=False)
+    assert sorted(manifest["file"]) == sorted(p.name for p in figures.glob("*.png"))
+    assert manifest["question"].str.endswith("?").all()
+    assert (manifest["panels"] >= 1).all() and (manifest["width_in"] > 1).all()
 
 
 def test_no_output_names_a_folder_of_the_machine(tiny_workdir: Path) -> None:

@@ -5,6 +5,7 @@ figure (mean and sd band over repeated rows). Paper-specific drawings live in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,20 +19,38 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from gradcomp import figure_standard  # noqa: E402
 from gradcomp.artifacts import atomic_path  # noqa: E402
 
+#: Resolution of every PNG (pixels per inch).
+DPI = 130
 
-def save_figure(fig: plt.Figure, png_path: str | Path) -> None:
+
+def save_figure(fig: plt.Figure, png_path: str | Path, *, replicates: int | None = None) -> None:
     """Write ``fig`` as ``png_path`` and the same name with ``.pdf``; close it.
 
-    Both files are written under temporary names and renamed into place, so
-    an interrupted run leaves no half-written figure.
+    The PNG carries the figure's measured row of the figure standard
+    (:func:`gradcomp.figure_standard.measure`, read back by
+    :func:`gradcomp.figure_standard.read_png_row`). ``replicates``: the fewest independent
+    replicates (seeds, runs, warm starts) behind any band or interval the figure draws;
+    None when it draws none. Both files are written under temporary names and renamed into
+    place, so an interrupted run leaves no half-written figure.
     """
+    from PIL import Image, PngImagePlugin
+
     png = Path(png_path)
     fig.tight_layout()
-    for path in (png, png.with_suffix(".pdf")):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=130, bbox_inches="tight")
+    with atomic_path(png) as tmp:
+        fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
+        with Image.open(tmp) as saved:
+            image, chunks = saved.copy(), dict(getattr(saved, "text", {}))
+        row = figure_standard.measure(fig, *image.size, dpi=DPI, replicates=replicates)
+        info = PngImagePlugin.PngInfo()
+        for key, value in {**chunks, figure_standard.PNG_KEY: json.dumps(row)}.items():
+            info.add_text(key, value)
+        image.save(tmp, format="png", pnginfo=info, dpi=(DPI, DPI))
+    with atomic_path(png.with_suffix(".pdf")) as tmp:
+        fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -120,4 +139,5 @@ def plot_lines(
     if log_y:
         grid.set(yscale="log")
     grid.figure.suptitle(title, y=1.02)
-    save_figure(grid.figure, png_path)
+    keys = [k for k in (hue, col, style, x) if k is not None]
+    save_figure(grid.figure, png_path, replicates=int(data.groupby(keys).size().min()))

@@ -1,0 +1,229 @@
+"""What each figure is for: the question it answers, its counterpart in the papers and what a
+reader should look at (:data:`FIGURES`), and what is made from that beside each figure's
+measured row (:mod:`gradcomp.figure_standard`): the run's manifest
+(``results/figures/manifest.tsv``, :func:`write_manifest`) and the docs' gallery
+(:func:`gallery_markdown`). Each report caption (``workflow/report/<id>.rst``) opens with
+:func:`caption_head` (tests/test_figure_standard.py holds them equal).
+
+A figure's id is its PNG name before ``_{model}`` (``L1_resnet20.png`` -> ``L1``). A new
+figure adds one entry to :data:`FIGURES` and its caption; a figure without an entry stops
+the manifest.
+
+>>> figure_id("results/figures/Y7a_cnn.png"), FIGURES["L5"].counterpart
+('Y7a', 'paper L headline figure: coded size against epoch')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from gradcomp.artifacts import write_tsv
+from gradcomp.figure_standard import bad_texts, read_png_row, violations
+
+__all__ = [
+    "FIGURES",
+    "MANIFEST_COLUMNS",
+    "Figure",
+    "caption_head",
+    "entry",
+    "figure_id",
+    "gallery_markdown",
+    "manifest_rows",
+    "write_manifest",
+]
+
+#: A counterpart of a figure that neither paper has.
+BEYOND = "beyond the papers"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: ``question`` (one sentence), ``counterpart`` ("paper L figure: ...",
+    "paper Y code output", "beyond the papers") and ``look_at`` (what a reader should look
+    at, completing "Look at ...")."""
+
+    question: str
+    counterpart: str
+    look_at: str
+
+
+#: Figure id -> what it is for. Paper L's figure numbers were not at hand (docs/papers.md):
+#: a counterpart names the paper's figure by what it shows.
+FIGURES: dict[str, Figure] = {
+    "L1": Figure(
+        question="Which law (Norm, Laplace, GenNorm) fits a tensor's gradient entries, body "
+        "and tails?",
+        counterpart="paper L figure: histograms with fitted densities",
+        look_at="the log panels' flanks: a family whose curve follows the grey bars further out "
+        "models the large entries better; GenNorm's shape between Laplace's tent and Norm's "
+        "parabola is the paper's first claim.",
+    ),
+    "L2": Figure(
+        question="Which fitted law predicts the tail P(|g| > t) of the gradient, and does the "
+        "better tail give the shorter Huffman code?",
+        counterpart="paper L figure: tail probabilities",
+        look_at="whether the code of the family that follows the black curve is the shortest.",
+    ),
+    "L3": Figure(
+        question="How close is each fitted law to the gradient, in trimmed 2-Wasserstein "
+        "distance, over training?",
+        counterpart="paper L figure: trimmed W2 per epoch",
+        look_at="which family's line is lowest per panel (smaller is a closer fit).",
+    ),
+    "L4": Figure(
+        question="What GenNorm shape and scale do the gradients have, and do they drift over "
+        "training?",
+        counterpart=BEYOND,
+        look_at="where beta sits between the dotted Laplace (1) and Norm (2) lines and whether "
+        "it drifts with training.",
+    ),
+    "L5": Figure(
+        question="How many bits per entry does each coder spend on the FP8-quantized gradient, "
+        "over training?",
+        counterpart="paper L headline figure: coded size against epoch",
+        look_at="whether the red Huffman (GenNorm) line is below Huffman (Norm) and LZ78, the "
+        "paper's headline, and how far the context and channel coders go below both.",
+    ),
+    "Y1": Figure(
+        question="How fast does the global model's test accuracy rise, round by round, under "
+        "each compressor?",
+        counterpart="paper Y code output",
+        look_at="whether a compressor's line keeps up with the grey references round by round.",
+    ),
+    "Y2": Figure(
+        question="What test accuracy does each compressor reach for the uplink bits it has spent?",
+        counterpart=BEYOND,
+        look_at="the horizontal gap to the grey top-K float32 line at the same accuracy: the "
+        "bits a compressor saves.",
+    ),
+    "Y3": Figure(
+        question="How many accuracy points does a megabit of coded uplink buy under each "
+        "compressor?",
+        counterpart="paper Y figure: per-bit accuracy against M",
+        look_at="how far each row sits right of the grey top-K float32 line: how many more "
+        "accuracy points a megabit buys than sending the kept values as float32.",
+    ),
+    "Y4": Figure(
+        question="How do top-K and quantization reshape the distribution of a user's model update?",
+        counterpart="paper Y code output",
+        look_at="how the red histogram's spikes (the quantizer's levels) cover the grey one's "
+        "body and tails.",
+    ),
+    "Y5": Figure(
+        question="How far is each quantizer's M-weighted distortion from the rate-distortion "
+        "bound at the bits it spends?",
+        counterpart=BEYOND,
+        look_at="the gap between each quantizer and the black bound at the same rate: what a "
+        "better design could still gain.",
+    ),
+    "Y6": Figure(
+        question="When every compressor sends the same updates, which buys the most accuracy "
+        "per bit and loses the least test loss in one round?",
+        counterpart=BEYOND,
+        look_at="the right panel's rows near zero (a round as good as the uncompressed "
+        "aggregate) and the stars (differs from the baseline at the same R after Holm's "
+        "adjustment).",
+    ),
+    "Y7a": Figure(
+        question="At equal uplink bits, does a quantizer on the baseline's kept set lose less "
+        "test loss than the baseline's curve?",
+        counterpart=BEYOND,
+        look_at="where a quantizer's points sit against the dotted curve at the same bits: "
+        "below it buys less loss for those bits; the verdicts table decides whether the gap "
+        "is more than float noise.",
+    ),
+    "Y7b": Figure(
+        question="Do the field's dense compressors buy less test loss for their bits than the "
+        "baseline's top-K quantizer?",
+        counterpart=BEYOND,
+        look_at="the vertical distance to the dotted curve at a compressor's bits: above it, "
+        "the baseline's top-K quantizer buys the same loss for fewer bits; the verdicts' "
+        "field family says which distances are more than noise.",
+    ),
+    "Y7c": Figure(
+        question="Does keeping fewer entries at more bits each lose less test loss than "
+        "keeping 45.2% at fewer bits?",
+        counterpart=BEYOND,
+        look_at="whether keeping fewer entries at more bits each (left part of the axis) buys "
+        "less loss than keeping 45.2% at fewer bits: points below the dotted curve do.",
+    ),
+}
+
+#: The manifest's columns (results/figures/manifest.tsv), one row per figure.
+MANIFEST_COLUMNS = [
+    "file", "question", "counterpart", "panels", "width_in", "min_text_px_at_700",
+    "all_labelled", "axes_share", "symlog", "replicates", "bad_text", "violations",
+]  # fmt: skip
+
+
+def figure_id(path: str | Path) -> str:
+    """The figure's id: its file name before ``_{model}`` (``L1_resnet20.png`` -> ``L1``)."""
+    return Path(path).stem.partition("_")[0]
+
+
+def entry(path: str | Path) -> Figure:
+    """:data:`FIGURES`' entry of the figure at ``path``; a KeyError naming what to add."""
+    fid = figure_id(path)
+    if fid not in FIGURES:
+        raise KeyError(
+            f"{Path(path).name}: figure {fid!r} has no entry in gradcomp.figure_catalogue.FIGURES"
+        )
+    return FIGURES[fid]
+
+
+def caption_head(fid: str) -> str:
+    """How the report caption of figure ``fid`` opens: its counterpart and what to look at."""
+    f = FIGURES[fid]
+    return f"**{fid} ({f.counterpart}).** **Look at** {f.look_at}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def manifest_rows(pngs: Iterable[str | Path], identifiers: Iterable[str] = ()) -> list[dict]:
+    """One manifest row per PNG: its catalogue entry and the row measured when it was saved
+    (:func:`gradcomp.figure_standard.read_png_row`); ``bad_text`` checked again with
+    ``identifiers`` (:func:`gradcomp.figure_standard.internal_names` of the run's
+    compressors), ``violations`` of the standard joined by "; "."""
+    ids = list(identifiers)
+    rows = []
+    for png in sorted(map(Path, pngs), key=lambda p: p.name):
+        fig, measured = entry(png), read_png_row(png)
+        measured["bad_text"] = bad_texts(measured.get("texts", []), ids) or measured["bad_text"]
+        rows.append({
+            **{k: measured[k] for k in MANIFEST_COLUMNS if k in measured},
+            "file": png.name,
+            "question": fig.question,
+            "counterpart": fig.counterpart,
+            "bad_text": "; ".join(_one_line(t) for t in measured["bad_text"]),
+            "violations": "; ".join(_one_line(v) for v in violations(measured)),
+        })  # fmt: skip
+    return rows
+
+
+def write_manifest(
+    pngs: Iterable[str | Path], out: str | Path, identifiers: Iterable[str] = ()
+) -> None:
+    """Write :func:`manifest_rows` as a TSV at ``out`` (columns :data:`MANIFEST_COLUMNS`)."""
+    write_tsv(out, manifest_rows(pngs, identifiers), MANIFEST_COLUMNS)
+
+
+def gallery_markdown(manifest: str | Path, folder: str = "figures") -> str:
+    """The docs' gallery from a manifest (``docs/figures/manifest.tsv``): one entry per
+    figure whose PNG lies beside it, in file order, with its image (``folder/<file>``, the
+    link from the page), the question it answers, its counterpart and what to look at."""
+    table = pd.read_csv(manifest, sep="\t", keep_default_na=False)
+    here = Path(manifest).parent
+    parts = []
+    for file in sorted(f for f in table["file"] if (here / f).exists()):
+        f = entry(file)
+        parts.append(
+            f"![{figure_id(file)}: {f.question}]({folder}/{file})\n"
+            f"**{Path(file).stem}** ({f.counterpart}). {f.question} **Look at** {f.look_at}"
+        )
+    return "\n\n".join(parts)
