@@ -12,6 +12,7 @@ import dataclasses
 from types import SimpleNamespace
 
 from gradcomp.compression.specs import variant_label
+from gradcomp.figure_standard import internal_names
 from gradcomp.study.frozen import plain
 
 
@@ -258,9 +259,19 @@ def lossy_targets():
 
 
 COSTS = [f"results/tables/costs.{ext}" for ext in ("tsv", "md")]
+FIGURE_MANIFEST = "results/figures/manifest.tsv"
+
+
+def figure_pngs():
+    """Every figure PNG of both papers' targets (the figure manifest's rows)."""
+    return [
+        t for t in lossless_targets() + lossy_targets()
+        if t.startswith("results/figures/") and t.endswith(".png")
+    ]
 
 
 def all_targets():
     """Every default target: both papers' figures and tables, their answers, what they
-    cost."""
-    return lossless_targets() + lossy_targets() + ["results/tables/answers.md"] + COSTS
+    cost, the figures' manifest."""
+    answers = ["results/tables/answers.md"]
+    return lossless_targets() + lossy_targets() + answers + COSTS + [FIGURE_MANIFEST]
