@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -388,9 +389,10 @@ def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
             f"{len(nearest)} rates, {own.min():.2f}-{own.max():.2f} bits above R(D)"
         )
         for _, o in nearest[nearest["quantizer"] != name].iterrows():
+            design = names.DESIGNS.get(o["quantizer"], o["quantizer"])
+            unit = "bit" if o["R"] == 1 else "bits"
             others.append(
-                f"at M={M:g}, {o['R']:g} bits {names.DESIGNS.get(o['quantizer'], o['quantizer'])} "
-                f"is nearer ({o['gap_bits']:.2f} bits)"
+                f"at M={M:g}, {o['R']:g} {unit} {design} is nearer ({o['gap_bits']:.2f} bits)"
             )
     return [
         {
@@ -471,7 +473,9 @@ def answers_markdown(table: pd.DataFrame, docs: str = "docs/", margin: float | N
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
     for _, row in table.iterrows():
         lines.append("| " + " | ".join(str(row[c]) for c in COLUMNS) + " |")
-    return _intro(docs, margin) + "\n".join(lines) + "\n"
+    intro = textwrap.fill(_intro(docs, margin).strip(), width=100, break_long_words=False,
+                          break_on_hyphens=False)  # fmt: skip
+    return intro + "\n\n" + "\n".join(lines) + "\n"
 
 
 def markdown_of(tables: str | Path, docs: str = "docs/") -> str:
