@@ -121,8 +121,12 @@ def test_paper_y_claims_carry_the_contrary_verdicts(tmp_path):
                     match="exact", reference="exact", M=0, acc_diff_mean=-0.026),
     ]  # fmt: skip
     pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    t5 = [{"model": "cnn", "curve": c, "M": 2, "baseline": b, "bd_rate_mean": 40.0,
+           "verdict": "more bits"} for c, b in (("gennorm", "uniform"), ("gennorm", "other"))]
+    pd.DataFrame(t5).to_csv(tmp_path / "T5.tsv", sep="\t", index=False)  # fmt: skip
     table = answers(tmp_path).set_index("question")
     claim = table.loc[PAPER_Y[4][0]]
+    assert claim["the evidence against"].count("BD-rate +40%") == 1  # against uniform only
     assert claim["this study"] == "better"
     assert "worse for gennormk10 name: +0.027 [+0.010, +0.040] nats" in (
         claim["the evidence against"]

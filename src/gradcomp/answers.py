@@ -305,19 +305,17 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
                 "; ".join(f"{p['verdict']} for {p['test_name']}" for _, p in peers.iterrows())
             )
     if t5 is not None and r["match"] != "exact" and r["verdict"] in _OPPOSITE:
-        bd = (
-            t5[(t5["model"] == r["model"]) & (t5["curve"] == r["test_curve"]) & (t5["M"] == r["M"])]
-            if {"curve", "M", "bd_rate_mean"} <= set(t5)
-            else t5.iloc[:0]
-        )
-        for _, b in bd.iterrows():
-            v = b["bd_rate_mean"]
-            if (v > 0) == (r["verdict"] == "better") and np.isfinite(v):
-                found.append(
-                    f"over all its rates the curve needs {v:+.0f}% bits for the same "
-                    f"loss as uniform's (BD-rate, {names.TABLES['T5']})"
-                )
-    return "; ".join(found[:2]) if found else "none found in the verdicts"
+        needed = {"model", "curve", "M", "baseline", "bd_rate_mean", "verdict"}
+        bd = t5.iloc[:0] if not needed <= set(t5) else t5[
+            (t5["model"] == r["model"]) & (t5["curve"] == r["test_curve"]) & (t5["M"] == r["M"])
+            & (t5["baseline"] == r["reference"])]  # fmt: skip
+        contrary = "more bits" if r["verdict"] == "better" else "fewer bits"
+        for _, b in bd[bd["verdict"] == contrary].iterrows():
+            found.append(
+                f"over all its rates the curve needs {contrary} than {r['reference_name']} "
+                f"for the same loss: BD-rate {b['bd_rate_mean']:+.0f}% ({names.TABLES['T5']})"
+            )
+    return "; ".join(found[:3]) if found else "none found in the verdicts"
 
 
 def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[str, str]]:

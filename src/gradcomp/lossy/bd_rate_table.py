@@ -96,6 +96,7 @@ def t5_table(
                 "model": model,
                 "curve": curve,
                 "M": int(M),
+                "baseline": base_curve,
                 "baseline_M": base_M,
                 "rates": ",".join(
                     f"{c}/R{r}"
