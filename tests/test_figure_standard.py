@@ -92,6 +92,9 @@ def test_axes_share_of_the_saved_area() -> None:
     fig.add_axes((0.1, 0.1, 0.5, 0.5)).plot([0, 1], [0, 1], label="a")
     assert measure(fig, 1000, 500, dpi=100)["axes_share"] == pytest.approx(0.25)
     assert measure(fig, 500, 250, dpi=100)["axes_share"] == pytest.approx(1.0)
+    fig.axes[0].twinx().plot([0, 1], [1, 0], label="b")  # the same place: one panel
+    row = measure(fig, 1000, 500, dpi=100)
+    assert row["panels"] == 1 and row["axes_share"] == pytest.approx(0.25)
     plt.close(fig)
 
 

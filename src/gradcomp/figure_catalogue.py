@@ -31,6 +31,7 @@ __all__ = [
     "caption_head",
     "entry",
     "figure_id",
+    "gallery_block",
     "gallery_markdown",
     "manifest_rows",
     "write_manifest",
@@ -55,38 +56,49 @@ class Figure:
 #: a counterpart names the paper's figure by what it shows.
 FIGURES: dict[str, Figure] = {
     "L1": Figure(
-        question="Which law (Norm, Laplace, GenNorm) fits a tensor's gradient entries, body "
-        "and tails?",
+        question="Which law (normal, Laplace, GenNorm) fits a tensor's gradient entries, body "
+        "and flanks?",
         counterpart="paper L figure: histograms with fitted densities",
-        look_at="the log panels' flanks: a family whose curve follows the grey bars further out "
-        "models the large entries better; GenNorm's shape between Laplace's tent and Norm's "
-        "parabola is the paper's first claim.",
+        look_at="the bottom row's flanks: a law whose curve follows the grey histogram further "
+        "out models the large entries better; GenNorm's shape between Laplace's tent and the "
+        "normal parabola is the paper's first claim.",
     ),
     "L2": Figure(
-        question="Which fitted law predicts the tail P(|g| > t) of the gradient, and does the "
+        question="Which fitted law predicts the tail P(|g| > x) of the gradient, and does the "
         "better tail give the shorter Huffman code?",
         counterpart="paper L figure: tail probabilities",
-        look_at="whether the code of the family that follows the black curve is the shortest.",
+        look_at="where each dashed law leaves the black data curve (a law that stays on it "
+        "further right predicts the rare large entries) and whether the box names that law's "
+        "Huffman code the shortest.",
     ),
     "L3": Figure(
         question="How close is each fitted law to the gradient, in trimmed 2-Wasserstein "
         "distance, over training?",
         counterpart="paper L figure: trimmed W2 per epoch",
-        look_at="which family's line is lowest per panel (smaller is a closer fit).",
+        look_at="which law's lines are lowest in each panel (a closer fit) and whether the "
+        "order holds over the epochs and in both rows.",
     ),
     "L4": Figure(
         question="What GenNorm shape and scale do the gradients have, and do they drift over "
         "training?",
         counterpart=BEYOND,
-        look_at="where beta sits between the dotted Laplace (1) and Norm (2) lines and whether "
-        "it drifts with training.",
+        look_at="where beta sits between the dotted Laplace (1) and normal (2) guides and "
+        "whether it drifts with training.",
     ),
     "L5": Figure(
-        question="How many bits per entry does each coder spend on the FP8-quantized gradient, "
-        "over training?",
+        question="Does the Huffman code designed from the GenNorm fit code the FP8-quantized "
+        "gradient shorter than the one designed from the normal fit and than LZ78?",
         counterpart="paper L headline figure: coded size against epoch",
-        look_at="whether the red Huffman (GenNorm) line is below Huffman (Norm) and LZ78, the "
-        "paper's headline, and how far the context and channel coders go below both.",
+        look_at="whether the red Huffman (GenNorm fit) line is below the blue Huffman (normal "
+        "fit) line and the teal LZ78 line in the all-tensors panel: the paper's second claim.",
+    ),
+    "L5b": Figure(
+        question="How far below paper L's GenNorm Huffman code do the other coders, those that "
+        "model the entries' dependence included, code the FP8-quantized gradient?",
+        counterpart=BEYOND,
+        look_at="how far the coders that model the entries' dependence (per-channel GenNorm "
+        "ANS, the context coders, context mixing) go below the red Huffman (GenNorm fit) line, "
+        "and how near each code (solid) comes to its dashed bound.",
     ),
     "Y1": Figure(
         question="How fast does the global model's test accuracy rise, round by round, under "
@@ -227,3 +239,13 @@ def gallery_markdown(manifest: str | Path, folder: str = "figures") -> str:
             f"**{Path(file).stem}** ({f.counterpart}). {f.question} **Look at** {f.look_at}"
         )
     return "\n\n".join(parts)
+
+
+def gallery_block(tables: str | Path) -> str:
+    """The docs' generated block ``gallery`` (:mod:`gradcomp.docblocks`): the gallery of the
+    manifest beside the tables folder (``docs/tables`` -> ``docs/figures/manifest.tsv``),
+    the figures whose PNG lies beside it."""
+    manifest = Path(tables).parent / "figures" / "manifest.tsv"
+    if not manifest.exists():
+        return f"*Left out: no figures/{manifest.name} beside the tables folder.*"
+    return gallery_markdown(manifest)

@@ -235,10 +235,12 @@ def measure(
         )
     )
     fw, fh = fig.get_size_inches()
-    axes_area = sum(ax.get_position().width * ax.get_position().height for ax in panels) * fw * fh
+    # a twin Axes (twinx, twiny) draws on its partner's place: one panel, one area
+    places = {tuple(round(v, 4) for v in ax.get_position().bounds) for ax in panels}
+    axes_area = sum(w * h for _, _, w, h in places) * fw * fh
     strings = sorted({t.get_text() for t in texts})
     return {
-        "panels": len(panels),
+        "panels": len(places),
         "width_in": round(width_in, 3),
         "min_text_px_at_700": round(sizes[0][0], 2) if sizes else None,
         "smallest_text": sizes[0][1] if sizes else "",
