@@ -181,3 +181,31 @@ def test_default_curves_take_distinct_colours_none_of_them_the_faintest() -> Non
     faintest = max(SERIES, key=_luminance).lower()
     assert 1.05 / (_luminance(faintest) + 0.05) < 2  # the sand: what the test guards against
     assert faintest not in colour.values(), [c for c, v in colour.items() if v == faintest]
+
+
+def test_labels_are_readers_names_from_the_specs(variants) -> None:
+    """With the variants' specs every label is a reader's name (gradcomp.names.variant), never
+    the config's name; a curve's name leaves its rate out, and its kept set where asked; the
+    authors' survivors fit is told apart from the default fit (planted bugs, the last
+    release's: rows named ``uniformk20 R2``, ``signef R1``)."""
+    from gradcomp.study.lossy import compressor_variants
+
+    lossy = {"topk": 0.452, "compressors": [
+        {"name": "none", "quantizer": "none"},
+        {"name": "float16", "quantizer": "float16"},
+        {"name": "uniform", "quantizer": "uniform", "rates": [2, 4]},
+        {"name": "gennorm", "quantizer": "lloyd", "family": "gennorm", "rates": [2, 4],
+         "M": [0, 2]},
+        {"name": "paper", "quantizer": "lloyd", "family": "gennorm", "lloyd_fit": "survivors",
+         "rates": [4], "M": [2]},
+    ]}  # fmt: skip
+    specs = {v.label: v.spec.plain() for v in compressor_variants(lossy)}
+    s = styles.variant_styles(variants, QUANTIZERS, specs=specs)
+    assert s[("none", 32, 0)].label == "float32, top-K 45.2%"
+    assert s[("uniform", 4, 0)].label == "uniform, 4 bits, top-K 45.2%"
+    assert s[("gennorm", 2, 2)].label == "GenNorm Lloyd M=2, 2 bits, top-K 45.2%"
+    assert styles.curve_name("gennorm", 2, specs) == "GenNorm Lloyd M=2, top-K 45.2%"
+    assert styles.curve_name("gennorm", None, specs, kept=False) == "GenNorm Lloyd"
+    assert styles.reader_name("paper", 4, 2, specs) == (
+        "GenNorm Lloyd M=2, 4 bits, top-K 45.2%, law fitted to the kept values"
+    )

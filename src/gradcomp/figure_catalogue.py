@@ -101,67 +101,69 @@ FIGURES: dict[str, Figure] = {
         "and how near each code (solid) comes to its dashed bound.",
     ),
     "Y1": Figure(
-        question="How fast does the global model's test accuracy rise, round by round, under "
-        "each compressor?",
+        question="Does compressing the uplink slow the global model's learning, round by round?",
         counterpart="paper Y code output",
-        look_at="whether a compressor's line keeps up with the grey references round by round.",
+        look_at="the lower panel: how far each compressor's lines sit below the zero line (its "
+        "accuracy minus top-K float32's in the run of the same seed) and whether the gap grows "
+        "over the rounds.",
     ),
     "Y2": Figure(
-        question="What test accuracy does each compressor reach for the uplink bits it has spent?",
+        question="What test accuracy does each compressor reach for the uplink bits it has sent?",
         counterpart=BEYOND,
-        look_at="the horizontal gap to the grey top-K float32 line at the same accuracy: the "
-        "bits a compressor saves.",
+        look_at="the horizontal gap between a compressor's lines and the top-K float32 line at "
+        "the same accuracy: the bits it saves.",
     ),
     "Y3": Figure(
         question="How many accuracy points does a megabit of coded uplink buy under each "
-        "compressor?",
+        "compressor, round by round?",
         counterpart="paper Y figure: per-bit accuracy against M",
-        look_at="how far each row sits right of the grey top-K float32 line: how many more "
-        "accuracy points a megabit buys than sending the kept values as float32.",
+        look_at="how far each compressor's lines sit above the top-K float32 line (how many "
+        "more accuracy points a megabit buys than sending the kept values as float32) and how "
+        "the lines fall as the rounds add bits.",
     ),
     "Y4": Figure(
         question="How do top-K and quantization reshape the distribution of a user's model update?",
         counterpart="paper Y code output",
-        look_at="how the red histogram's spikes (the quantizer's levels) cover the grey one's "
-        "body and tails.",
+        look_at="how the red spikes (the quantizer's levels) cover the grey histogram's body "
+        "and flanks, and the hole top-K leaves around zero.",
     ),
     "Y5": Figure(
         question="How far is each quantizer's M-weighted distortion from the rate-distortion "
         "bound at the bits it spends?",
         counterpart=BEYOND,
-        look_at="the gap between each quantizer and the black bound at the same rate: what a "
-        "better design could still gain.",
+        look_at="the gap between each quantizer's line and the black bound at the same bits: "
+        "what a better design could still gain.",
     ),
     "Y6": Figure(
-        question="When every compressor sends the same updates, which buys the most accuracy "
-        "per bit and loses the least test loss in one round?",
+        question="On the same user updates, how much test loss does each configuration add to "
+        "one round, and which differences do the verdicts decide?",
         counterpart=BEYOND,
-        look_at="the right panel's rows near zero (a round as good as the uncompressed "
-        "aggregate) and the stars (differs from the baseline at the same R after Holm's "
-        "adjustment).",
+        look_at="the rows near the zero line (a round as good as the uncompressed aggregate) "
+        "and the verdict marks at the right: a triangle down decided better than that "
+        "reference at the same bits, up worse, a diamond equivalent, a ring undecided.",
     ),
     "Y7a": Figure(
-        question="At equal uplink bits, does a quantizer on the baseline's kept set lose less "
-        "test loss than the baseline's curve?",
+        question="On the baseline's kept set, which quantizer adds the least test loss for the "
+        "bits it spends?",
         counterpart=BEYOND,
-        look_at="where a quantizer's points sit against the dotted curve at the same bits: "
-        "below it buys less loss for those bits; the verdicts table decides whether the gap "
-        "is more than float noise.",
+        look_at="where each quantizer's line runs against the grey dashed baseline at the same "
+        "bits: below it, the same bits buy less loss; Y6's verdict marks say which gaps are "
+        "more than noise.",
     ),
     "Y7b": Figure(
-        question="Do the field's dense compressors buy less test loss for their bits than the "
-        "baseline's top-K quantizer?",
+        question="Do the field's dense compressors add less test loss than the baseline's top-K "
+        "quantizer at the same uplink bits?",
         counterpart=BEYOND,
-        look_at="the vertical distance to the dotted curve at a compressor's bits: above it, "
-        "the baseline's top-K quantizer buys the same loss for fewer bits; the verdicts' "
-        "field family says which distances are more than noise.",
+        look_at="the vertical distance from a compressor's points to the dotted operational "
+        "curve at its bits: above it, the baseline's top-K quantizer buys the same loss for "
+        "fewer bits.",
     ),
     "Y7c": Figure(
-        question="Does keeping fewer entries at more bits each lose less test loss than "
-        "keeping 45.2% at fewer bits?",
+        question="Does keeping fewer entries at more bits each add less test loss than the "
+        "baseline's kept set at the same uplink bits?",
         counterpart=BEYOND,
-        look_at="whether keeping fewer entries at more bits each (left part of the axis) buys "
-        "less loss than keeping 45.2% at fewer bits: points below the dotted curve do.",
+        look_at="whether a smaller kept set's line, further left, runs below the line of the "
+        "baseline's kept set carried to the same bits.",
     ),
 }
 

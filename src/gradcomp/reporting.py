@@ -131,3 +131,17 @@ def data_source_label(summary_json: str | Path) -> str:
     return (
         f"data: {summary['source']}, {summary['n_train']} train / {summary['n_test']} test images"
     )
+
+
+def figure_source_label(summary_json: str | Path) -> str:
+    """:func:`data_source_label` in a reader's words, for a figure's title: the data and the
+    image counts, without the config key that chose the data (a page a reader sees names no
+    identifier of the config)."""
+    import re
+
+    summary = json.loads(Path(summary_json).read_text())
+    source = re.sub(r"\s*\(config key [^)]*\)", "", str(summary["source"]))
+    return (
+        f"data: {source}, {int(summary['n_train']):,} training / "
+        f"{int(summary['n_test']):,} test images"
+    )

@@ -15,6 +15,12 @@ localrules:
     table_verdicts,
 
 
+def variant_specs():
+    """Variant label -> its checked spec (plain): the figures name each variant from it
+    (gradcomp.names.variant), never by its config name."""
+    return {v.label: v.spec.plain() for v in LOSSY.variants}
+
+
 rule warm_start:
     input:
         data=CIFAR10_CACHE,
@@ -135,6 +141,9 @@ rule figures_Y1_Y3:
     params:
         compressor_kinds=plain(COMPRESSOR_KINDS),
         curves=plain(LOSSY.curves),
+        specs=variant_specs(),
+        # Y1's lower panel: each run's accuracy minus this compressor's run of the same seed
+        reference=LOSSY.reference.name if LOSSY.reference is not None else None,
     output:
         y1=report("results/figures/Y1_{model}.png", caption="../report/Y1.rst", category="Paper Y", subcategory="{model}"),
         y1_pdf="results/figures/Y1_{model}.pdf",
@@ -166,6 +175,7 @@ rule figure_Y4:
             compressor=DISTORTION.compressor,
             rate=DISTORTION.rate,
             M=DISTORTION.M,
+            spec=LOSSY.spec(DISTORTION.compressor, DISTORTION.rate, DISTORTION.M).plain(),
             tensors=y4_tensors(wc),
         ),
         bins=FIGURES.histogram_bins,
@@ -205,16 +215,17 @@ rule figure_Y5:
 rule figure_Y6:
     input:
         tables=lambda wc: one_round_files(wc.model),
+        # Y6 marks what the verdicts decide, read from their table (no test of its own)
+        verdicts="results/tables/verdicts.tsv",
         summary=CIFAR10_SUMMARY,
     output:
         png=report("results/figures/Y6_{model}.png", caption="../report/Y6.rst", category="Paper Y", subcategory="{model}"),
         pdf="results/figures/Y6_{model}.pdf",
     params:
         compressor_kinds=plain(COMPRESSOR_KINDS),
-        baseline=BASELINE,
-        pairable=PAIRABLE,
-        kept_sets=plain(LOSSY.kept_sets),
+        kept_sets=compressor_kept_sets(),
         curves=plain(LOSSY.curves),
+        specs=variant_specs(),
     log:
         "results/logs/figures/Y6_{model}.log",
     threads: 1
@@ -294,6 +305,7 @@ rule figure_Y7:
         baseline=BASELINE,
         curves=plain(LOSSY.curves),
         kept_sets=compressor_kept_sets(),
+        specs=variant_specs(),
     log:
         "results/logs/figures/Y7_{model}.log",
     threads: 1

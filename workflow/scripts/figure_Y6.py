@@ -1,8 +1,9 @@
-"""Snakemake script: figure Y6 (the one-round paired study)."""
+"""Snakemake script: figure Y6 (the one-round paired study, with the verdicts' marks)."""
 
 from gradcomp.logutil import log_to_file
+from gradcomp.lossy.facets import question_title
 from gradcomp.lossy.figures_paired import figure_y6
-from gradcomp.reporting import data_source_label
+from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
@@ -10,11 +11,10 @@ figure_y6(
     list(sm.input.tables),
     dict(sm.params.compressor_kinds),
     sm.output.png,
-    baseline=sm.params.baseline,
-    pairable=list(sm.params.pairable),
-    kept_sets=dict(sm.params.kept_sets),
+    verdicts=sm.input.verdicts,
+    model=sm.wildcards.model,
     curves=dict(sm.params.curves),
-    title=f"Y6 {sm.wildcards.model}: every compressor on the same updates, one round\n"
-    f"(95% intervals over warm starts; *: differs from {sm.params.baseline} at the same R, "
-    f"Holm-adjusted)\n{data_source_label(sm.input.summary)}",
+    kept_sets=dict(sm.params.kept_sets),
+    specs=dict(sm.params.specs),
+    title=question_title("Y6", sm.wildcards.model, figure_source_label(sm.input.summary)),
 )

@@ -1,8 +1,9 @@
-"""Snakemake script: figures Y1 (accuracy/round), Y2 (accuracy/bits), Y3 (per-bit accuracy vs M)."""
+"""Snakemake script: figures Y1 (accuracy per round), Y2 (accuracy against bits), Y3 (per-bit
+accuracy per round)."""
 
 from gradcomp.logutil import log_to_file
 from gradcomp.lossy.figures import figures_y1_y3
-from gradcomp.reporting import data_source_label
+from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
@@ -13,6 +14,8 @@ figures_y1_y3(
     sm.output.y2,
     sm.output.y3,
     model=sm.wildcards.model,
-    source=data_source_label(sm.input.summary),
+    source=figure_source_label(sm.input.summary),
     curves=dict(sm.params.curves),
+    specs=dict(sm.params.specs),
+    reference=sm.params.reference,
 )

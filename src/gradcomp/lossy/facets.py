@@ -1,8 +1,9 @@
-"""Facets that keep paper Y's figures legible at any number of variants: one panel per
-compressor (its rates and M told apart inside the panel by the marks of
-:mod:`gradcomp.lossy.styles`), the uncompressed references in every panel, a short legend
-per panel and one small legend for what every panel shares. The grid is at most
-:data:`MAX_COLS` panels wide, so a figure's width is bounded; it grows downwards.
+"""Panels that keep paper Y's figures legible at any number of variants: every figure is
+:data:`FIG_WIDTH` inches wide (8 pt text is 11 px when the PNG is shown 700 px wide) and has
+at most :data:`MAX_PANELS` panels, :data:`MAX_COLS` a row; where a figure has more
+compressors than panels, neighbouring compressors (config order) share a panel
+(:func:`partition`). Legends sit inside a panel where the data leave room, else below the
+panels (:func:`legend_below`); axes take most of the figure.
 """
 
 from __future__ import annotations
@@ -12,100 +13,172 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from gradcomp.lossy.styles import Style, is_reference
+from gradcomp.lossy.styles import is_reference
 
-__all__ = ["MAX_COLS", "compressors", "family_legend", "grid", "references", "unlabelled"]
+__all__ = [
+    "FIG_WIDTH",
+    "MAX_COLS",
+    "MAX_PANELS",
+    "compressors",
+    "grid",
+    "labelled",
+    "legend_below",
+    "log_ticks",
+    "partition",
+    "question_title",
+    "references",
+    "title",
+]
 
-#: Panels per grid row.
-MAX_COLS = 4
+#: Every paper-Y figure's width in inches.
+FIG_WIDTH = 7.0
+#: The most panels a figure has, and per row.
+MAX_PANELS = 6
+MAX_COLS = 3
 
 
 def compressors(data: pd.DataFrame, quantizers: Mapping[str, str]) -> list[str]:
     """The compressed (non-reference) compressors present in ``data``, in config order
-    (``quantizers``: name -> kind); one panel each."""
+    (``quantizers``: name -> kind)."""
     present = set(data["compressor"])
     order = [n for n in quantizers if n in present] + sorted(present - set(quantizers))
     return [n for n in order if not is_reference(quantizers.get(n, n))]
 
 
 def references(data: pd.DataFrame, quantizers: Mapping[str, str]) -> pd.DataFrame:
-    """The rows of the uncompressed references (drawn in every panel)."""
+    """The rows of the uncompressed references."""
     return data[data["compressor"].map(lambda c: is_reference(quantizers.get(c, c)))]
 
 
+def partition(sizes: Sequence[int], parts: int = MAX_PANELS) -> list[list[int]]:
+    """Indices ``0..len(sizes)-1`` in ``min(parts, len(sizes))`` runs of neighbours, the
+    largest run's total size as small as it can be, then the totals as even as they can be
+    (one run each when they fit).
+
+    >>> partition([1, 2, 1, 1, 1, 1, 1], 6)
+    [[0], [1], [2], [3], [4], [5, 6]]
+    >>> partition([1] * 9, 6)
+    [[0], [1], [2], [3, 4], [5, 6], [7, 8]]
+    """
+    n = len(sizes)
+    k = min(parts, n)
+    total = [0, *np.cumsum(sizes).tolist()]
+    inf = (math.inf, math.inf)
+    # best[j][i]: (largest run, sum of squares) of the first i items in j runs, and the cut
+    best = [[(inf, 0)] * (n + 1) for _ in range(k + 1)]
+    best[0][0] = ((0, 0), 0)
+    for j in range(1, k + 1):
+        for i in range(j, n + 1):
+            for c in range(j - 1, i):
+                (big, sq), _ = best[j - 1][c]
+                run = total[i] - total[c]
+                cand = (max(big, run), sq + run * run)
+                if cand < best[j][i][0]:
+                    best[j][i] = (cand, c)
+    runs, i = [], n
+    for j in range(k, 0, -1):
+        c = best[j][i][1]
+        runs.append(list(range(c, i)))
+        i = c
+    return runs[::-1]
+
+
 def grid(
-    n: int, *, ncols: int = MAX_COLS, width: float = 3.0, height: float = 2.4, **share
+    n: int,
+    *,
+    height: float,
+    width: float = FIG_WIDTH,
+    ncols: int = MAX_COLS,
+    sharex=False,
+    sharey=False,
 ) -> tuple[plt.Figure, list[plt.Axes]]:
-    """``n`` panels (at least one) in rows of at most ``ncols``, each ``width`` x ``height``
-    inches; the unused cells of the last row are removed. ``share``: ``sharex``/``sharey``
-    as :func:`matplotlib.pyplot.subplots`. Returns the figure and the ``n`` axes, row by row."""
-    n = max(n, 1)
-    cols = min(n, ncols)
+    """``n`` panels (1 to :data:`MAX_PANELS`) in rows of at most ``ncols`` (at most
+    :data:`MAX_COLS`), in a figure ``width`` x ``height`` inches; the unused cells of the
+    last row are removed. Returns the figure and the ``n`` axes, row by row."""
+    if not 1 <= n <= MAX_PANELS:
+        raise ValueError(f"a paper-Y figure has 1 to {MAX_PANELS} panels, not {n}")
+    cols = min(n, ncols, MAX_COLS)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(
-        rows, cols, figsize=(width * cols, height * rows), squeeze=False, **share
+        rows, cols, figsize=(width, height), squeeze=False, sharex=sharex, sharey=sharey
     )
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.remove()
     for i, ax in enumerate(flat[:n]):
-        ax.tick_params(labelsize=8)
         if i + cols >= n:  # lowest panel of its column: x tick labels even when shared
             ax.tick_params(labelbottom=True)
     return fig, flat[:n]
 
 
-def unlabelled(style: Style) -> dict[str, Any]:
-    """``style.line()`` without a legend entry (the panel's legend names rates and M)."""
-    return {**style.line(), "label": f"_{style.label}"}
+def title(fig: plt.Figure, text: str) -> None:
+    """The figure's title (its question, then the data line), above the panels."""
+    fig.suptitle(text, fontsize=10)
 
 
-def family_legend(
-    ax: plt.Axes,
-    name: str,
-    keys: Iterable[tuple[str, int, int]],
-    styles: Mapping[tuple[str, int, int], Style],
+def question_title(fid: str, model: str, *lines: str, width: int = 92) -> str:
+    """A figure's title: ``<fid> <model>:`` and its question from the catalogue
+    (:data:`gradcomp.figure_catalogue.FIGURES`), wrapped at ``width`` characters, then
+    ``lines`` (the data line, what it shows), the empty ones left out.
+
+    >>> print(question_title("Y2", "cnn", "", "data: CIFAR-10", width=60))
+    Y2 cnn: What test accuracy does each compressor reach for
+    the uplink bits it has sent?
+    data: CIFAR-10
+    """
+    import textwrap
+
+    from gradcomp.figure_catalogue import FIGURES
+
+    head = textwrap.fill(f"{fid} {model}: {FIGURES[fid].question}", width)
+    return "\n".join([head, *(line for line in lines if line)])
+
+
+def labelled(axes: Iterable[plt.Axes]) -> dict[str, Any]:
+    """Label -> first artist of that label in ``axes`` (the handles a legend of every drawn
+    series needs), in drawing order; artists whose label starts with ``_`` are left out."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    return handles
+
+
+def legend_below(
+    fig: plt.Figure,
+    axes: Iterable[plt.Axes],
     *,
-    rates: bool = True,
-    Ms: bool = True,
-    extra: Sequence[Line2D] = (),
+    ncol: int = 2,
+    extra: Mapping[str, Any] | None = None,
     title: str | None = None,
 ) -> None:
-    """Title ``ax`` with compressor ``name`` (or ``title``) in its colour and give it a
-    legend that names its marks instead of its variants: one entry per rate R (marker and
-    line style) and one per M (shade), at most len(R) + len(M) entries however many variants
-    the panel holds (``rates`` / ``Ms`` False: leave that part out, e.g. when it is the x
-    axis); a single variant gets its own label. ``extra``: further handles appended. The
-    legend sits in one row between the title and the panel, off the data."""
-    keys = sorted(set(keys), key=lambda k: (k[1], k[2]))
-    full = styles[keys[-1]].color if keys else "0.3"
-    ax.set_title(title or name, fontsize=9, color=full)
-    handles = []
-    rate_values = sorted({k[1] for k in keys})
-    m_values = sorted({k[2] for k in keys})
-    if len(keys) == 1:
-        style = styles[keys[0]]
-        handles.append(Line2D([], [], color=style.color, marker=style.marker or "o",
-                              ls=style.linestyle, label=style.label))  # fmt: skip
-    else:
-        if rates and len(rate_values) > 1:
-            for r in rate_values:
-                style = styles[next(k for k in keys if k[1] == r)]
-                handles.append(Line2D([], [], color=full, marker=style.marker,
-                                      ls=style.linestyle, label=f"R{r}"))  # fmt: skip
-        if Ms and len(m_values) > 1:
-            for M in m_values:
-                style = styles[next(k for k in keys if k[2] == M)]
-                handles.append(Line2D([], [], color=style.color, lw=4, label=f"M{M}"))
-    handles += list(extra)
+    """One legend of every labelled series of ``axes`` (and ``extra``: label -> handle)
+    centred below the panels."""
+    handles = {**labelled(axes), **dict(extra or {})}
     if handles:
-        ax.legend(handles=handles, fontsize=8, ncol=min(len(handles), 4),
-                  loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
-                  handlelength=1.8, borderpad=0.1, labelspacing=0.2, columnspacing=0.8,
-                  handletextpad=0.4)  # fmt: skip
-        ax.set_title(
-            ax.get_title(), fontsize=9, color=full, pad=6 + 12 * -(-len(handles) // 4)
-        )  # above the legend's rows
+        fig.legend(list(handles.values()), list(handles), loc="upper center",
+                   bbox_to_anchor=(0.5, 0.0), ncol=min(ncol, len(handles)), frameon=False,
+                   fontsize=8, title=title, title_fontsize=8)  # fmt: skip
+
+
+def _plain(value: float, _pos=None) -> str:
+    return f"{value:g}"
+
+
+def log_ticks(axis, lo: float, hi: float) -> None:
+    """A log ``axis`` over [lo, hi] ticked at 1, 2, 5 x 10^k (1, 1.5, 2, 3, 4, 5, 7 x 10^k
+    where that gives fewer than three ticks), labelled as plain numbers, no minor labels."""
+    lo, hi = sorted((float(lo), float(hi)))
+    span = range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+    for mantissas in ((1, 2, 5), (1, 1.5, 2, 3, 4, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8)):
+        ticks = [m * 10.0**e for e in span for m in mantissas if lo <= m * 10.0**e <= hi]
+        if len(ticks) >= 3:
+            break
+    axis.set_major_locator(FixedLocator([float(f"{t:.6g}") for t in ticks]))
+    axis.set_major_formatter(FuncFormatter(_plain))
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())

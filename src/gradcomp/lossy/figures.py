@@ -1,39 +1,57 @@
 """Paper Y's figures: Y1-Y3 from the federated runs' round tables, Y4 and Y5 from a run's
 update snapshot (Y6 and Y7, from the one-round paired study, are
-:mod:`gradcomp.lossy.figures_paired`).
+:mod:`gradcomp.lossy.figures_paired`). Each figure asks one question (its title), has at most
+six panels (:mod:`gradcomp.lossy.facets`) and names every series in a legend by its readers'
+name (:mod:`gradcomp.names`).
 
 Per-bit accuracy after round t = (test accuracy at t - test accuracy of the initial model)
-/ cumulative uplink bits of all users up to t (Huffman-coded payload). Every variant keeps
-its look across figures (:mod:`gradcomp.lossy.styles`); panels are compressors
-(:mod:`gradcomp.lossy.facets`: a grid at most four wide, the uncompressed references in
-every panel, a legend per panel naming its R and M, one legend outside for the references).
+/ cumulative uplink bits of all users up to t (coded uplink). The full runs have few seeds
+(two by default), too few for an interval: every seed is drawn as its own line, in its
+variant's look (:mod:`gradcomp.lossy.styles`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator, NullFormatter
 
-from gradcomp import plots
+from gradcomp import names, plots
 from gradcomp.lossy import facets
 from gradcomp.lossy.distortion_study import BOUND
-from gradcomp.lossy.paired import t_interval
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
-from gradcomp.lossy.styles import is_reference, legend_outside, variant_styles
+from gradcomp.lossy.styles import GUIDE, curve_name, is_reference, reader_name, variant_styles
+
+__all__ = [
+    "POINTS_PER_MBIT",
+    "Y5_NAMES",
+    "config_order",
+    "figure_y4",
+    "figure_y5",
+    "figures_y1_y3",
+    "finish",
+    "tensor_name",
+]
+
+#: Y3's unit: accuracy points (percent) per megabit of coded uplink, from accuracy (a
+#: fraction) per bit.
+POINTS_PER_MBIT = 100.0 * 1e6
+#: A legend holds at most this many entries inside a panel; more go below the panels.
+INSIDE_LEGEND = 6
 
 
-def finish(fig: plt.Figure, axes, title: str, png: str | Path) -> None:
-    """One legend right of ``axes`` for what every panel shares (the references), the
-    title, and the PNG + PDF files."""
-    legend_outside(fig, axes, fontsize=8)
-    fig.suptitle(title, fontsize=9, y=1.0, va="bottom")  # above the panels' own titles
-    plots.save_figure(fig, png)
+def finish(fig: plt.Figure, png: str | Path, *, replicates: int | None = None) -> None:
+    """Write the PNG + PDF files; ``replicates``: the fewest independent replicates behind an
+    interval drawn (None: no interval is drawn)."""
+    plots.save_figure(fig, png, replicates=replicates)
 
 
 def config_order(rows: pd.DataFrame, quantizers: dict[str, str]) -> pd.DataFrame:
@@ -43,35 +61,129 @@ def config_order(rows: pd.DataFrame, quantizers: dict[str, str]) -> pd.DataFrame
     return rows.assign(_order=rank).sort_values(["_order", "rate", "M"], kind="stable")
 
 
-def _curves(
-    data, quantizers, x, y, *, xlabel, ylabel, title, png, log_x=False, curves=None
-) -> None:
-    """Mean over seeds of ``y`` against ``x`` per variant: one panel per compressor with its
-    rates and M, the references in every panel."""
-    plots.set_theme()
-    styles = variant_styles(data, quantizers, curves)
-    names = facets.compressors(data, quantizers)
-    refs = config_order(facets.references(data, quantizers), quantizers)
-    fig, axes = facets.grid(len(names), sharex=True, sharey=True)
-    for ax, name in zip(axes, names or ["references"], strict=True):
-        for key, rows in refs.groupby(["compressor", "rate", "M"], sort=False):
-            mean = rows.groupby("round")[[x, y]].mean().sort_index()
-            ax.plot(mean[x], mean[y], **styles[key].line())
-        own = data[data["compressor"] == name]
-        for key, rows in own.groupby(["compressor", "rate", "M"]):
-            mean = rows.groupby("round")[[x, y]].mean().sort_index()
-            ax.plot(mean[x], mean[y], **facets.unlabelled(styles[key]))
-        keys = list(zip(own["compressor"], own["rate"], own["M"], strict=True))
-        facets.family_legend(ax, name, keys, styles)
+def _keys(data: pd.DataFrame, quantizers: dict[str, str]) -> list[tuple[str, int, int]]:
+    """The variants of ``data`` in config order (then R, then M)."""
+    rows = config_order(data.groupby(["compressor", "rate", "M"], as_index=False).size(),
+                        quantizers)  # fmt: skip
+    return list(zip(rows["compressor"], rows["rate"], rows["M"], strict=True))
+
+
+def _seed_lines(ax, data, keys, styles, x, y, *, scale=1.0) -> None:
+    """One line per seed of every variant ``keys`` (its look, its readers' name; the seeds
+    of one variant share both)."""
+    for key in keys:
+        own = data[(data["compressor"] == key[0]) & (data["rate"] == key[1])
+                   & (data["M"] == key[2])]  # fmt: skip
+        style = styles[key]
+        for _, rows in own.groupby("seed"):
+            rows = rows.sort_values("round")
+            ax.plot(rows[x], scale * rows[y], color=style.color, marker=style.marker or "o",
+                    ls=style.linestyle, lw=1.2, ms=4, label=style.label)  # fmt: skip
+
+
+def _legend(ax, *, loc="best", title=None, handles=None) -> None:
+    handles = handles if handles is not None else facets.labelled([ax])
+    ax.legend(list(handles.values()), list(handles), loc=loc, fontsize=8, title=title,
+              title_fontsize=8, framealpha=0.9)  # fmt: skip
+
+
+#: The most compressed variants Y1-Y3 draw in one panel, each named in the legend; with more,
+#: a panel per rate curve (neighbours sharing one past six panels), named by M and rate.
+ONE_PANEL = 8
+
+
+def _run_panels(keys, quantizers, curves) -> list[list[tuple[str, int, int]]]:
+    """The variants of each Y1-Y3 panel: all in one, or the references in every panel and
+    the rate curves (config order) spread over at most six."""
+    refs = [k for k in keys if is_reference(quantizers.get(k[0], k[0]))]
+    others = [k for k in keys if k not in refs]
+    if len(others) <= ONE_PANEL:
+        return [keys]
+    joins = dict(curves or {})
+    groups: dict[str, list[tuple[str, int, int]]] = {}
+    for k in others:
+        groups.setdefault(joins.get(k[0], k[0]), []).append(k)
+    members = list(groups.values())
+    runs = facets.partition([len(g) for g in members])
+    return [refs + [k for i in run for k in members[i]] for run in runs]
+
+
+def _compact_legend(ax, keys, styles, quantizers, specs, loc) -> None:
+    """A panel's legend naming its marks, not its variants: a colour per curve and M (just
+    M where the panel's title names its one curve), a marker per rate (the references are
+    in the figure's legend)."""
+    own = [k for k in keys if not is_reference(quantizers.get(k[0], k[0]))]
+    families = list(dict.fromkeys(curve_name(k[0], None, specs, kept=False) for k in own))
+    if len(families) == 1:
+        ax.set_title(families[0], fontsize=9)
+    handles: dict[str, Any] = {}
+    colours: dict[str, str] = {}
+    for k in own:
+        name = curve_name(k[0], k[2], specs, kept=False)
+        short = (name[len(families[0]) :].strip(" ,") if len(families) == 1 else name) or name
+        if colours.setdefault(short, styles[k].color) != styles[k].color:
+            short = f"{short} M={k[2]:g}"  # a kind whose name leaves its M out
+        handles.setdefault(short, Line2D([], [], color=styles[k].color, lw=3))
+    for k in own:
+        style, word = styles[k], _rate_word(k, specs)
+        if word:  # a compressor of one rate, no word for it: its colour names it
+            handles.setdefault(word, Line2D([], [], color="0.35", lw=1.0,
+                               marker=style.marker or "o", ls=style.linestyle, ms=4))  # fmt: skip
+    ax.legend(list(handles.values()), list(handles), loc=loc, fontsize=8, framealpha=0.9,
+              ncol=2 if len(handles) > 4 else 1, handlelength=1.6, columnspacing=0.8)  # fmt: skip
+
+
+def _rate_word(key, specs) -> str:
+    """What a variant's rate is called (``2 bits``, ``3 levels``, ``rank 2``; empty for a
+    kind whose name has no rate: TernGrad, scaled sign, float8)."""
+    name, rate, M = key
+    full = reader_name(name, rate, M, specs).split(", ")
+    curve = curve_name(name, M, specs).split(", ")
+    return ", ".join(p for p in full if p not in curve)
+
+
+def _runs_figure(data, keys, styles, png, *, x, y, scale, xlabel, ylabel, title, lines,
+                 quantizers, curves, specs, log_x=False, zero=False, loc="best",
+                 height=4.4) -> None:  # fmt: skip
+    """One of Y1-Y3: a line per seed of every variant against ``x``, in one panel (a
+    legend entry per variant) or in a panel per rate curve (:func:`_run_panels`)."""
+    panels = _run_panels(keys, quantizers, curves)
+    if len(panels) == 1:
+        fig, ax = plt.subplots(figsize=(facets.FIG_WIDTH, height))
+        axes = [ax]
+    else:
+        rows = -(-len(panels) // 2)
+        fig, axes = facets.grid(len(panels), height=1.8 + 3.0 * rows, ncols=2, sharex=True,
+                                sharey=True)  # fmt: skip
+    for ax, own in zip(axes, panels, strict=True):
+        _seed_lines(ax, data, own, styles, x, y, scale=scale)
+        if zero:
+            ax.axhline(0.0, color="0.6", lw=0.8, gid=GUIDE)
         if log_x:
             ax.set_xscale("log")
-            ax.xaxis.set_major_locator(LogLocator(base=10, numticks=4))
-            ax.xaxis.set_minor_formatter(NullFormatter())  # 2x10^6, 3x10^6, ... overlapped
         else:
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.supxlabel(xlabel, fontsize=8)
-    fig.supylabel(ylabel, fontsize=8)
-    finish(fig, axes, title, png)
+            _round_axis(ax, data)
+    if log_x:
+        lo, hi = data[x].min() / 1.15, data[x].max() * 1.15
+        axes[0].set_xlim(lo, hi)
+        facets.log_ticks(axes[0].xaxis, lo, hi)
+    if len(panels) == 1:
+        axes[0].set_xlabel(xlabel)
+        axes[0].set_ylabel(ylabel)
+        if len(facets.labelled(axes)) <= INSIDE_LEGEND:
+            _legend(axes[0], loc=loc, title=lines)
+        else:
+            facets.legend_below(fig, axes, ncol=2, title=lines)
+    else:
+        fig.supxlabel(xlabel, fontsize=9)
+        fig.supylabel(ylabel, fontsize=9)
+        for ax, own in zip(axes, panels, strict=True):
+            _compact_legend(ax, own, styles, quantizers, specs, loc)
+        refs = {styles[k].label: Line2D([], [], color=styles[k].color, ls=styles[k].linestyle)
+                for k in panels[0] if is_reference(quantizers.get(k[0], k[0]))}  # fmt: skip
+        facets.legend_below(fig, [], ncol=3, extra=refs, title=lines)
+    facets.title(fig, title)
+    finish(fig, png)
 
 
 def figures_y1_y3(
@@ -84,83 +196,96 @@ def figures_y1_y3(
     model: str,
     source: str = "",
     curves: dict[str, str] | None = None,
+    specs: Mapping[str, Mapping[str, Any]] | None = None,
+    reference: str | None = None,
 ) -> None:
-    """Y1 accuracy vs round, Y2 accuracy vs cumulative uplink bits, Y3 per-bit accuracy
-    (means over seeds; ``quantizers``: compressor name -> kind, in config order; ``curves``:
-    name -> rate curve, one colour each)."""
+    """Y1 accuracy per round (and its difference to ``reference``'s run of the same seed),
+    Y2 accuracy against the cumulative uplink bits, Y3 per-bit accuracy per round; a line per
+    seed. ``quantizers``: compressor name -> kind, in config order; ``curves``: name -> rate
+    curve (one colour each); ``specs``: variant label -> spec (readers' names)."""
     data = read_rounds(rounds_tsvs, quantizers)
     seeds = data["seed"].nunique()
-    src = f"\n{source}" if source else ""
-    _curves(
-        data, quantizers, "round", "test_acc", xlabel="round", ylabel="test accuracy", png=png_y1,
-        curves=curves,
-        title=f"Y1 {model}: test accuracy per round (mean over {seeds} seeds){src}",
-    )  # fmt: skip
-    sent = data[data["cumulative_bits_coded"] > 0]
-    _curves(
-        sent, quantizers, "cumulative_bits_coded", "test_acc", log_x=True, png=png_y2,
-        curves=curves,
-        xlabel="cumulative uplink bits (all users, coded)", ylabel="test accuracy",
-        title=f"Y2 {model}: test accuracy vs uplink bits (mean over {seeds} seeds){src}",
-    )  # fmt: skip
-    plot_per_bit_vs_m(
-        data, quantizers, png_y3, curves=curves,
-        title=f"Y3 {model}: per-bit accuracy after the last round "
-        f"(mean and 95% interval over {seeds} seeds){src}",
-    )  # fmt: skip
-
-
-#: Y3's unit: accuracy points (percent) per megabit of coded uplink, from accuracy (a
-#: fraction) per bit.
-POINTS_PER_MBIT = 100.0 * 1e6
-
-
-def plot_per_bit_vs_m(
-    data: pd.DataFrame,
-    quantizers: dict[str, str],
-    png: str | Path,
-    *,
-    title: str,
-    curves: dict[str, str] | None = None,
-) -> None:
-    """Y3: the final round's per-bit accuracy of every variant, in accuracy points per
-    megabit of coded uplink (all users, all rounds; mean and 95% interval over seeds), one
-    row per variant in config order (then R, then M, so a compressor's M sweep reads down its
-    rows), the uncompressed references as grey rows and their means as vertical lines."""
+    styles = variant_styles(data, quantizers, curves, specs)
+    keys = _keys(data, quantizers)
+    lines = f"one line per seed, {seeds} seed{'s' if seeds != 1 else ''}"
+    common = dict(lines=lines, quantizers=quantizers, curves=curves, specs=specs)
     plots.set_theme()
-    final = data[data["round"] == data["round"].max()]
-    styles = variant_styles(final, quantizers, curves)
-    rows = config_order(
-        final.groupby(["compressor", "rate", "M"], as_index=False).size(), quantizers
+    if len(_run_panels(keys, quantizers, curves)) == 1:
+        figure_y1(data, keys, styles, png_y1, reference=reference, lines=lines,
+                  title=facets.question_title("Y1", model, source))  # fmt: skip
+    else:
+        _runs_figure(data, keys, styles, png_y1, x="round", y="test_acc", scale=100.0,
+                     xlabel="federated round (0: the initial model)",
+                     ylabel="test accuracy (%)", loc="lower right",
+                     title=facets.question_title("Y1", model, source), **common)  # fmt: skip
+    sent = data[data["cumulative_bits_coded"] > 0].assign(
+        mbit=lambda d: d["cumulative_bits_coded"] / 1e6
     )
-    keys = list(zip(rows["compressor"], rows["rate"], rows["M"], strict=True))
-    fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.32 * len(keys)))
-    labels = []
-    for i, key in enumerate(keys):
-        at = final[(final["compressor"] == key[0]) & (final["rate"] == key[1])
-                   & (final["M"] == key[2])]  # fmt: skip
-        mean, lo, hi = (POINTS_PER_MBIT * v for v in t_interval(at["per_bit_acc_coded"]))
-        style = styles[key]
-        reference = is_reference(quantizers.get(key[0], key[0]))
-        ax.errorbar([mean], [i], xerr=[[mean - lo], [hi - mean]] if np.isfinite(lo) else None,
-                    color=style.color, marker=style.marker or "s", capsize=3, ms=5,
-                    ls="none")  # fmt: skip
-        if reference:
-            ax.axvline(mean, color=style.color, lw=0.8, ls=style.linestyle, zorder=0)
-        labels.append(style.label)
-    ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels(labels)
-    ax.set_ylim(len(keys) - 0.5, -0.5)
-    ax.axvline(0.0, color="0.6", lw=0.8)
-    ax.grid(axis="y", visible=False)
-    ax.set_xlabel("per-bit accuracy: accuracy points gained per Mbit of coded uplink")
-    finish(fig, [ax], title, png)
+    _runs_figure(sent, keys, styles, png_y2, x="mbit", y="test_acc", scale=100.0, log_x=True,
+                 xlabel="cumulative uplink of all users (Mbit, coded; log scale)",
+                 ylabel="test accuracy (%)", loc="best",
+                 title=facets.question_title("Y2", model, source), **common)  # fmt: skip
+    _runs_figure(data[data["round"] > 0], keys, styles, png_y3, x="round",
+                 y="per_bit_acc_coded", scale=POINTS_PER_MBIT, zero=True,
+                 xlabel="after federated round",
+                 ylabel="per-bit accuracy (accuracy points per Mbit)",
+                 loc="upper right", height=4.2,
+                 title=facets.question_title("Y3", model, source), **common)  # fmt: skip
+
+
+def _round_axis(ax, data) -> None:
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(data["round"].min() - 0.2, data["round"].max() + 0.2)
+
+
+def figure_y1(data, keys, styles, png, *, reference, lines, title) -> None:
+    """Y1 with every variant in one panel: test accuracy per round; below, each run's
+    accuracy minus ``reference``'s run of the same seed (the runs of one seed share their
+    start and data order) where ``reference`` has runs."""
+    ref_keys = [k for k in keys if k[0] == reference]
+    paired = bool(ref_keys) and len(keys) > 1
+    if paired:
+        fig, (top, low) = plt.subplots(2, 1, figsize=(facets.FIG_WIDTH, 5.6), sharex=True,
+                                       height_ratios=(3, 2))  # fmt: skip
+    else:
+        fig, top = plt.subplots(figsize=(facets.FIG_WIDTH, 4.2))
+    _seed_lines(top, data, keys, styles, "round", "test_acc", scale=100.0)
+    top.set_ylabel("test accuracy (%)")
+    _round_axis(top, data)
+    axes = [top]
+    if paired:
+        ref = data[(data["compressor"] == ref_keys[0][0]) & (data["rate"] == ref_keys[0][1])
+                   & (data["M"] == ref_keys[0][2])]  # fmt: skip
+        base = ref.set_index(["seed", "round"])["test_acc"]
+        diff = data[~data["compressor"].eq(ref_keys[0][0])].copy()
+        at = pd.MultiIndex.from_frame(diff[["seed", "round"]])
+        diff["diff"] = diff["test_acc"].to_numpy() - base.reindex(at).to_numpy()
+        _seed_lines(low, diff, [k for k in keys if k != ref_keys[0]], styles, "round", "diff",
+                    scale=100.0)  # fmt: skip
+        low.axhline(0.0, color=styles[ref_keys[0]].color, lw=1.0, ls=":", gid=GUIDE)
+        low.set_ylabel(f"minus {styles[ref_keys[0]].label}\n(accuracy points, same seed)")
+        axes.append(low)
+    axes[-1].set_xlabel("federated round (0: the initial model)")
+    if len(facets.labelled([top])) <= INSIDE_LEGEND:
+        _legend(top, loc="lower right", title=lines)
+    else:
+        facets.legend_below(fig, axes, ncol=2, title=lines)
+    facets.title(fig, title)
+    finish(fig, png)
+
+
+def tensor_name(name: str) -> str:
+    """A model tensor as a reader names it: ``conv2.weight`` -> ``conv2 weights``."""
+    layer, _, part = name.rpartition(".")
+    words = {"weight": "weights", "bias": "biases"}
+    return f"{layer} {words[part]}" if layer and part in words else name
 
 
 def figure_y4(
     snapshot: str | Path, png: str | Path, *, tensors: Sequence[str], bins: int, title: str
 ) -> None:
-    """Y4: update entries before and after compression for ``tensors`` (user 0, last round).
+    """Y4: update entries before and after compression for ``tensors`` (user 0, last round;
+    at most :data:`gradcomp.lossy.facets.MAX_PANELS`).
 
     "before" shows the entries the compressor kept (its sparsifier's selection), "after"
     their reconstructions. Raises ValueError naming a tensor the snapshot does not hold.
@@ -173,36 +298,78 @@ def figure_y4(
             f"figures.y4.tensors: {missing} not in the update of {snapshot} "
             f"(names look like {', '.join(list(snap['before'])[:4])}, ...)"
         )
-    fig, axes = plt.subplots(1, len(tensors), figsize=(4.0 * len(tensors), 3.4), squeeze=False)
-    for ax, name in zip(axes[0], tensors, strict=True):
+    n = len(tensors)
+    # stacked, full width: the bins stay wide enough to see at 700 px
+    fig, axes = facets.grid(n, height=1.5 + 1.9 * n if n <= 3 else 1.5 + 1.9 * -(-n // 2),
+                            ncols=1 if n <= 3 else 2)  # fmt: skip
+    for ax, name in zip(axes, tensors, strict=True):
         kept = snap["kept"][name].numpy().ravel()
         before = snap["before"][name].double().numpy().ravel()[kept]
         after = snap["after"][name].double().numpy().ravel()[kept]
         lo, hi = np.quantile(before, [0.0005, 0.9995])
         lo, hi = min(lo, after.min()), max(hi, after.max())
+        exp = math.floor(math.log10(max(abs(lo), abs(hi), 1e-30)))
+        scale = 10.0**-exp
         # no bar edges: the theme's white edges would hide bars a pixel or two wide
-        ax.hist(before, bins=bins, range=(lo, hi), color="0.6", label="before", log=True, lw=0)
-        ax.hist(after, bins=bins, range=(lo, hi), color="C3", alpha=0.6, label="after", log=True,
-                lw=0)  # fmt: skip
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("update entry")
-        ax.ticklabel_format(axis="x", style="sci", scilimits=(-2, 2))
-    axes[0, 0].set_ylabel("count")
-    finish(fig, axes[0], title, png)
+        ax.hist(before * scale, bins=bins, range=(lo * scale, hi * scale), color="0.55",
+                label="kept entries, before", log=True, lw=0)  # fmt: skip
+        ax.hist(after * scale, bins=bins, range=(lo * scale, hi * scale), color="#CC3311",
+                alpha=0.75, label="after quantization", log=True, lw=0)  # fmt: skip
+        ax.text(0.01, 0.95, f"{tensor_name(name)}, entry ×10$^{{{exp}}}$", fontsize=9,
+                transform=ax.transAxes, ha="left", va="top")  # fmt: skip
+        ax.xaxis.set_major_locator(MaxNLocator(9))
+        ax.set_ylim(top=ax.get_ylim()[1] * 6)  # room for the name and legend above the bars
+    fig.supxlabel("update entry (in the power of ten each panel names)", fontsize=9)
+    fig.supylabel("entries per bin (log scale)", fontsize=9)
+    _legend(axes[0], loc="upper right")
+    facets.title(fig, title)
+    finish(fig, png)
+
+
+#: Y5's quantizers (:func:`gradcomp.lossy.distortion_study.study_quantizers`) and its bound,
+#: as a reader names them.
+Y5_NAMES = {
+    "uniform": "uniform",
+    "lloyd gennorm (same M)": f"{names.law('gennorm')} Lloyd, same M",
+    "lloyd gennorm, survivors fit": f"{names.law('gennorm')} Lloyd, fitted to the kept values",
+    "ecsq gennorm (same M)": f"{names.law('gennorm')} {names.kind('ecsq')}, same M",
+    "ecsq data (same M)": f"{names.kind('ecsq_data')}, same M",
+    "k-means (same M)": f"{names.kind('kmeans')}, same M",
+    "lloyd gauss (M0)": f"{names.law('norm')} Lloyd M=0",
+    "gaussian channel": f"{names.kind('gaussian_channel')} (nominal rate)",
+    BOUND: f"bound: R(D) of the fitted {names.law('gennorm')}",
+}
 
 
 def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
-    """Y5: M-weighted distortion vs the coded bits each quantizer spends (its index
-    entropy), with the Blahut-Arimoto bound."""
-    from gradcomp.palette import DISTORTION_STUDY_COLORS, assign
+    """Y5: M-weighted distortion against the coded bits each quantizer spends (its index
+    entropy), one panel per M (at most six), with the Blahut-Arimoto bound."""
+    from gradcomp.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
 
+    plots.set_theme()
     rd = pd.read_csv(rd_tsv, sep="\t")
-    points = rd[rd["quantizer"] != BOUND].assign(panel=lambda d: d["M"].map(lambda m: f"M = {m:g}"))
-    bound = rd[rd["quantizer"] == BOUND].assign(panel=lambda d: d["M"].map(lambda m: f"M = {m:g}"))
-    plots.plot_lines(
-        points, x="coded_bits", y="distortion", hue="quantizer", col="panel", png_path=png,
-        palette=assign(list(dict.fromkeys(points["quantizer"])), DISTORTION_STUDY_COLORS),
-        log_y=True, reference=bound, col_wrap=2,
-        xlabel="coded bits per kept entry (index entropy)",
-        ylabel="mean |g|^M (g - ĝ)^2", title=title,
-    )  # fmt: skip
+    points = rd[rd["quantizer"] != BOUND]
+    bound = rd[rd["quantizer"] == BOUND]
+    quantizers = list(dict.fromkeys(points["quantizer"]))
+    colours = assign(quantizers, DISTORTION_STUDY_COLORS)
+    Ms = sorted(rd["M"].unique())[: facets.MAX_PANELS]
+    fig, axes = facets.grid(len(Ms), height=4.8 if len(Ms) <= facets.MAX_COLS else 7.6)
+    for ax, M in zip(axes, Ms, strict=True):
+        for i, q in enumerate(quantizers):
+            rows = points[(points["quantizer"] == q) & (points["M"] == M)].sort_values("rate_bits")
+            ax.plot(rows["coded_bits"], rows["distortion"], color=colours[q],
+                    marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.2,
+                    label=Y5_NAMES.get(q, q))  # fmt: skip
+        at = bound[bound["M"] == M].sort_values("coded_bits")
+        ax.plot(at["coded_bits"], at["distortion"], color="k", lw=1.6, label=Y5_NAMES[BOUND])
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(f"M = {M:g}" + (" (mean squared error)" if M == 0 else ""), fontsize=9)
+    fig.supxlabel("coded bits per kept entry (index entropy)", fontsize=9)
+    fig.supylabel("M-weighted distortion, mean $|g|^M (g-\\hat{g})^2$\n"
+                  "(update units$^{M+2}$, log scale)", fontsize=9)  # fmt: skip
+    handles = facets.labelled(axes)
+    axes[-1].legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
+                    framealpha=0.9)  # fmt: skip
+    facets.title(fig, title)
+    finish(fig, png)

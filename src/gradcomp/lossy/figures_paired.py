@@ -1,31 +1,145 @@
-"""Paper Y's figures from the one-round paired study: Y6 (one row per variant, paired
-differences to the baseline) and Y7 (rate curves, a line per compressor and M).
+"""Paper Y's figures from the one-round paired study: Y6 (one row per variant: the test loss
+it adds, and what the verdicts decide about it) and Y7 (rate curves: the test loss each
+configuration adds at the bits it spends), Y7 in three figures, one question each
+(:data:`Y7_PARTS`).
 
-Every interval is over the design's units (warm starts where there are several, else seeds;
-:mod:`gradcomp.lossy.nested`); styles and panels as in :mod:`gradcomp.lossy.figures`.
+Intervals are over the design's units (warm starts where there are several, else seeds;
+:mod:`gradcomp.lossy.nested`) and drawn only where there are at least
+:data:`MIN_REPLICATES` units; a configuration with fewer (the descriptive variants, run on
+the first warm start only) shows its units' own values instead. Names are readers' names
+(:mod:`gradcomp.names`), panels and widths as in :mod:`gradcomp.lossy.facets`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FixedLocator, FuncFormatter
+import pandas as pd
+from matplotlib.lines import Line2D
 
 from gradcomp import plots
-from gradcomp.compression.specs import variant_label
 from gradcomp.lossy import facets
-from gradcomp.lossy.figures import POINTS_PER_MBIT, config_order, finish
-from gradcomp.lossy.matched_bits import lower_hull
-from gradcomp.lossy.rate_curves import curve_points, drop_dominated
-from gradcomp.lossy.styles import variant_styles
-from gradcomp.lossy.tables import one_round_data, t4_table
-from gradcomp.palette import MARKERS
+from gradcomp.lossy.figures import config_order, finish
+from gradcomp.lossy.matched_bits import lower_hull, pareto_front
+from gradcomp.lossy.nested import nested_test, unit_values
+from gradcomp.lossy.styles import GUIDE, curve_name, is_reference, reader_name, variant_styles
+from gradcomp.lossy.tables import one_round_data
+from gradcomp.palette import GREYS, MARKERS, SERIES
 
-__all__ = ["Y7_PARTS", "figure_y6", "figure_y7", "y7_panels"]
+__all__ = [
+    "MIN_REPLICATES",
+    "VERDICT_MARKS",
+    "Y7_PARTS",
+    "figure_y6",
+    "figure_y7",
+    "verdict_columns",
+    "y7_panels",
+]
+
+#: The fewest independent units an interval is drawn from; fewer: the units themselves.
+MIN_REPLICATES = 5
+#: What Y6 and Y7 plot: (column of the one-round tables, axis label).
+METRIC = ("loss_increase", "test loss minus the uncompressed aggregate's (nats)")
+
+
+@dataclass
+class Point:
+    """One configuration of the one-round study: its mean bits per entry and the metric's
+    mean, 95% interval and units' values over the design's units."""
+
+    name: str
+    rate: int
+    M: int
+    bits: float
+    mean: float
+    lo: float
+    hi: float
+    units: np.ndarray = field(repr=False)
+    design: str = "warm starts"
+
+    @property
+    def interval(self) -> bool:
+        """Whether an interval is drawn (enough units and a finite one)."""
+        return len(self.units) >= MIN_REPLICATES and bool(np.isfinite(self.lo))
+
+
+def _points(data: pd.DataFrame, metric: str) -> dict[tuple[str, int, int], Point]:
+    """(compressor, rate, M) -> :class:`Point` of ``metric`` (rounds of a trajectory averaged
+    first)."""
+    from gradcomp.lossy.paired import seed_means
+
+    per_seed = seed_means(data, ["bits_per_entry", metric])
+    out = {}
+    for (name, rate, M), rows in per_seed.groupby(["compressor", "rate", "M"]):
+        t = nested_test(rows[metric], rows["warm_start"])
+        units, design = unit_values(rows[metric], rows["warm_start"])
+        key = (str(name), int(rate), int(M))
+        out[key] = Point(*key, float(rows["bits_per_entry"].mean()), t.mean, t.lo, t.hi,
+                         units, design)  # fmt: skip
+    return out
+
+
+def _fewest(points: Sequence[Point]) -> int | None:
+    """The fewest units behind a drawn interval (None: no interval drawn)."""
+    counts = [len(p.units) for p in points if p.interval]
+    return min(counts) if counts else None
+
+
+def _mark_labels(points: Sequence[Point]) -> tuple[str, str, str]:
+    """The legend's words for an interval, for a configuration's runs drawn alone and for a
+    configuration of one run."""
+    many = [p for p in points if p.interval]
+    design = (many or list(points))[0].design if points else "warm starts"
+    counts = sorted({len(p.units) for p in many})
+    span = f"{counts[0]} " if len(counts) == 1 else ""
+    return (
+        f"mean and 95% interval over {span}{design}",
+        f"each run (fewer than {MIN_REPLICATES} {design}: no interval)",
+        "no interval: a single run",
+    )
+
+
+def verdict_columns(
+    verdicts: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None
+) -> list[tuple[tuple[str, int, str], str]]:
+    """The references the verdicts compare with, in the table's order: ((reference,
+    reference M, match), readers' header).
+
+    >>> table = pd.DataFrame({"reference": ["exact", "uniform"], "reference_M": [0, 0],
+    ...                       "match": ["exact", "kept_set"]})
+    >>> [h for _, h in verdict_columns(table, {"uniform/R1_M0": {"quantizer": "uniform"}})]
+    ['vs uncompressed', 'vs uniform,\\nsame kept set']
+    """
+    out: dict[tuple[str, int, str], str] = {}
+    for ref, ref_m, match in zip(verdicts["reference"], verdicts["reference_M"],
+                                 verdicts["match"], strict=True):  # fmt: skip
+        key = (str(ref), int(ref_m), str(match))
+        if key in out:
+            continue
+        if match == "exact":
+            out[key] = "vs uncompressed"
+            continue
+        name = curve_name(str(ref), int(ref_m), specs, kept=False)
+        where = "same kept set" if match == "kept_set" else "any kept set"
+        out[key] = f"vs {name},\n{where}"
+    return list(out.items())
+
+
+def _read_verdicts(verdicts, model: str | None) -> pd.DataFrame:
+    """The verdict table (a path or a frame) of ``model``; empty without questions."""
+    if verdicts is None:
+        return pd.DataFrame()
+    table = verdicts if isinstance(verdicts, pd.DataFrame) else pd.read_csv(verdicts, sep="\t")
+    if table.empty or "test" not in table.columns:
+        return pd.DataFrame()
+    if model is not None and "model" in table.columns:
+        table = table[table["model"] == model]
+    return table
 
 
 def figure_y6(
@@ -33,262 +147,494 @@ def figure_y6(
     quantizers: dict[str, str],
     png: str | Path,
     *,
-    baseline: str,
     title: str,
-    pairable=None,
-    kept_sets=None,
-    curves=None,
+    verdicts: str | Path | pd.DataFrame | None = None,
+    model: str | None = None,
+    curves: Mapping[str, str] | None = None,
+    kept_sets: Mapping[str, str] | None = None,
+    specs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """Y6: the one-round study per variant (mean and 95% interval over the design's units,
-    the rounds of a trajectory averaged first), one row per variant grouped by compressor
-    (config order, then R and M): the accuracy a round gains per uplink bit (left) and the
-    test-loss increase against the uncompressed aggregate (right); ``*``: the paired
-    difference to ``baseline`` at the same rate on the same kept set is significant after
-    Holm's adjustment over T4's family (``pairable``, ``kept_sets``, ``curves``: as T4's).
-    The height grows with the number of variants, the width does not."""
+    """Y6: one row per variant, grouped by rate curve and kept set (config order; a group's
+    name heads it, its rows by M and bits, light bands alternating), each row named by what
+    sets it apart and the bits per entry it spends: left, its test loss minus the uncompressed
+    aggregate's (mean and 95% interval over the design's units, or the runs' own values when
+    fewer than :data:`MIN_REPLICATES`); right, the verdict of every primary question about
+    it, read from ``verdicts`` (the verdict table, :func:`gradcomp.lossy.verdicts.
+    table_verdicts`' TSV, or its frame) as it is: a column per reference, a mark per verdict
+    (:data:`VERDICT_MARKS`). ``kept_sets``: compressor -> kept set. The height grows with
+    the number of variants, the width does not."""
     plots.set_theme()
     data = one_round_data(tables)
-    summary = config_order(
-        t4_table(tables, baseline=baseline, pairable=pairable, kept_sets=kept_sets,
-                 curves=curves),
-        quantizers,
-    )  # fmt: skip
-    styles = variant_styles(data, quantizers, curves)
-    keys = list(zip(summary["compressor"], summary["rate"], summary["M"], strict=True))
-    n = len(keys)
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 1.4 + 0.16 * n), sharey=True, squeeze=False)
-    axes = axes[0]
-    metrics = (  # (T4 column, its paired column, axis label, scale to the label's unit)
-        ("gain_per_bit", "gain_per_bit",
-         "round's accuracy gain per Mbit of uplink\n(accuracy points per Mbit)", POINTS_PER_MBIT),
-        ("loss_increase", "test_loss", "test loss - uncompressed aggregate's\n(nats)", 1.0),
-    )  # fmt: skip
-    groups = summary["compressor"].ne(summary["compressor"].shift()).cumsum().to_numpy()
-    for ax, (metric, paired, xlabel, scale) in zip(axes, metrics, strict=True):
-        for i, (key, (_, r)) in enumerate(zip(keys, summary.iterrows(), strict=True)):
-            style = styles[key]
-            mean, lo, hi = (scale * r[f"{metric}_{end}"] for end in ("mean", "lo", "hi"))
-            ax.errorbar(
-                [mean], [i], xerr=[[mean - lo], [hi - mean]] if np.isfinite(lo) else None,
-                color=style.color, marker=style.marker or "o", capsize=2, ls="none", ms=4,
-            )  # fmt: skip
-            if bool(r.get(f"{paired}_vs_{baseline}_significant", False)):
-                ax.annotate("*", (hi if np.isfinite(hi) else mean, i), xytext=(2, -3),
-                            textcoords="offset points", fontsize=9, color=style.color)  # fmt: skip
-            if groups[i] % 2 == 0:  # every other compressor on a light band
-                ax.axhspan(i - 0.5, i + 0.5, color="0.93", lw=0, zorder=0)
-        ax.axvline(0.0, color="0.6", lw=0.8)
-        ax.set_xlabel(xlabel, fontsize=8)
-        ax.tick_params(labelsize=8)
-        ax.grid(axis="y", visible=False)
-    axes[0].set_yticks(range(n))
-    # the knob beside the measured bits per entry it spends (coded, mean over seeds)
-    bits = summary["bits_per_entry_mean"].to_numpy()
-    axes[0].set_yticklabels(
-        [f"{styles[k].label} ({b:.2g} b/entry)" for k, b in zip(keys, bits, strict=True)],
-        fontsize=8,
-    )
-    full = {k[0]: styles[k].color for k in sorted(keys, key=lambda k: k[2])}  # largest M
-    for label, key in zip(axes[0].get_yticklabels(), keys, strict=True):
-        label.set_color(full[key[0]] if full[key[0]] != "#999999" else "0.4")
-    axes[0].set_ylim(n - 0.5, -0.5)
-    finish(fig, axes, title, png)
+    points = _points(data, METRIC[0])
+    styles = variant_styles(data, quantizers, curves, specs)
+    groups = _y6_groups(points, quantizers, curves, kept_sets)
+    table = _read_verdicts(verdicts, model)
+    columns = verdict_columns(table, specs) if not table.empty else []
+    n = sum(1 + len(keys) for _, keys in groups)
+    fig = plt.figure(figsize=(facets.FIG_WIDTH, 2.6 + max(0.16 * n, 5.0)))
+    ax, grid = fig.subplots(1, 2, sharey=True, width_ratios=(4.0, 0.45 + 0.33 * len(columns)))
+    with_interval, alone, single = _mark_labels(list(points.values()))
+    row: dict[tuple[str, int, int], int] = {}
+    labels: list[tuple[int, str, str]] = []
+    y = 0
+    for g, (first, keys) in enumerate(groups):
+        heading = curve_name(first, None, specs)
+        colour = _readable(styles[keys[-1]].color)
+        ax.text(0.01, y, heading, transform=ax.get_yaxis_transform(), ha="left", va="center",
+                fontsize=8, fontweight="bold", color=colour)  # fmt: skip
+        top = y
+        for key in keys:
+            y += 1
+            row[key] = y
+            p = points[key]
+            if p.interval:
+                ax.errorbar([p.mean], [y], xerr=[[p.mean - p.lo], [p.hi - p.mean]],
+                            color=INK, marker="o", capsize=2, ls="none", ms=4,
+                            label=with_interval)  # fmt: skip
+            elif len(p.units) == 1:
+                ax.plot(p.units, [y], ls="none", marker="s", ms=4, color=INK, label=single)
+            else:
+                ax.plot(p.units, np.full(len(p.units), y), ls="none", marker="o", ms=4,
+                        mfc="white", color=INK, label=alone)  # fmt: skip
+            several = len({k[2] for k in keys}) > 1
+            labels.append((y, _row_label(key, specs, several), colour))
+        if g % 2 == 0:  # every other group on a light band
+            for a in (ax, grid):
+                a.axhspan(top - 0.5, y + 0.5, color="0.93", lw=0, zorder=0, gid=GUIDE)
+        y += 1
+    ax.axvline(0.0, color="0.5", lw=0.8, gid=GUIDE)
+    ax.set_xlabel(METRIC[1])
+    ax.grid(axis="y", visible=False)
+    ax.set_yticks([at for at, _, _ in labels])
+    ax.set_yticklabels([text for _, text, _ in labels], fontsize=8)
+    for tick, (_, _, colour) in zip(ax.get_yticklabels(), labels, strict=True):
+        tick.set_color(colour)
+    ax.set_ylim(y - 0.5, -0.5)
+    margin = float(table["margin"].iloc[0]) if "margin" in table.columns else None
+    _verdict_grid(grid, table, columns, row, margin, {k: points[k].bits for k in row})
+    facets.legend_below(fig, [ax, grid], ncol=2)
+    facets.title(fig, title)
+    finish(fig, png, replicates=_fewest(list(points.values())))
 
 
-def _operational_curve(curves, names) -> list[tuple[float, float]]:
-    """The lower convex hull over every configuration of the compressors ``names`` (mean
-    bits, mean loss increase: :func:`gradcomp.lossy.matched_bits.lower_hull`, the verdicts'
-    ``frontier``), as (bits, loss increase) by bits; [] without points."""
-    points = [(t[0], t[2][0]) for (n, _), stats in curves.items() if n in names for t in stats]
-    if not points:
-        return []
-    bits, loss = (np.array(v) for v in zip(*points, strict=True))
-    on = lower_hull(bits, loss)
-    order = np.argsort(bits[on], kind="stable")
-    return list(zip(bits[on][order], loss[on][order], strict=True))
+def _readable(colour: str) -> str:
+    """``colour`` for text on white: a light one (the lightest grey, the sand) darkened."""
+    import matplotlib.colors as mcolors
+
+    r, g, b = mcolors.to_rgb(colour)
+    if 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.55:
+        return colour
+    return mcolors.to_hex((0.55 * r, 0.55 * g, 0.55 * b))
 
 
-def _interval(rows, column: str) -> tuple[float, float, float]:
-    """(mean, lo, hi) of ``column`` over the design's units (warm starts where there are
-    several, else seeds)."""
-    from gradcomp.lossy.nested import nested_test
+def _y6_groups(points, quantizers, curves, kept_sets):
+    """Y6's groups: (heading, variants) per rate curve and kept set, in config order of
+    their first compressor; a group's variants by M, then bits."""
+    joins = dict(curves or {})
+    kept = dict(kept_sets or {})
+    keys = list(points)
+    order = config_order(pd.DataFrame(keys, columns=["compressor", "rate", "M"]), quantizers)
+    groups: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+    first: dict[tuple[str, str], str] = {}
+    for key in zip(order["compressor"], order["rate"], order["M"], strict=True):
+        g = (joins.get(key[0], key[0]), kept.get(key[0], ""))
+        groups.setdefault(g, []).append(key)
+        first.setdefault(g, key[0])
+    return [
+        (first[g], sorted(members, key=lambda k: (k[2], points[k].bits)))
+        for g, members in groups.items()
+    ]
 
-    t = nested_test(rows[column], rows["warm_start"])
-    return t.mean, t.lo, t.hi
+
+def _row_label(key: tuple[str, int, int], specs, several_M: bool = False) -> str:
+    """What sets variant ``key`` apart within its group: its M and rate (levels, target bits,
+    rank), from its readers' name less its curve's (:func:`gradcomp.lossy.styles.curve_name`);
+    ``several_M``: M named even where the kind's name leaves it out.
+
+    >>> specs = {"g/R1_M2": {"quantizer": "lloyd", "family": "gennorm", "topk": 0.452}}
+    >>> _row_label(("g", 1, 2), specs)
+    'M=2, 1 bit'
+    """
+    name, rate, M = key
+    full = reader_name(name, rate, M, specs).split(", ")
+    head = curve_name(name, None, specs).split(", ")
+    parts = [p for p in full[1:] if p not in head]
+    extra = full[0][len(head[0]) :].strip() if full[0].startswith(head[0]) else full[0]
+    if several_M and not extra:
+        extra = f"M={M:g}"
+    return ", ".join(([extra] if extra else []) + parts)
 
 
-#: Y7's parts, one question each: (file suffix, what its panels hold); the workflow writes
-#: ``Y7{suffix}_{model}.png`` for each.
+#: The colour of Y6's marks (the rows' names carry their curve's colour).
+INK = "#222222"
+#: A verdict's mark in Y6: (marker, colour; Tol's blue better, red worse, teal equivalent).
+VERDICT_MARKS = {
+    "better": ("v", SERIES[0]),
+    "worse": ("^", SERIES[2]),
+    "equivalent": ("D", SERIES[3]),
+    "undecided": ("o", GREYS[1]),
+}
+
+
+def _verdict_words(margin: float | None) -> dict[str, str]:
+    within = f" within ±{margin:g} nats" if margin is not None and np.isfinite(margin) else ""
+    return {
+        "better": "verdict: better (less test loss)",
+        "worse": "verdict: worse (more test loss)",
+        "equivalent": f"verdict: equivalent{within}",
+        "undecided": "verdict: undecided",
+    }
+
+
+def _verdict_grid(ax, table, columns, row, margin, bits) -> None:
+    """The table right of Y6's panel, a variant's row at ``row`` (variant -> y): the bits per
+    entry it spends (``bits``: variant -> bits), then a column per reference of the
+    verdicts, a mark per verdict (none: no question asks about that pair)."""
+    for key, y in row.items():
+        ax.text(0, y, f"{bits[key]:.2g}", ha="center", va="center", fontsize=8, color=INK)
+    columns = [(("", 0, ""), "bits per entry\n(coded)"), *columns]
+    col = {key: j for j, (key, _) in enumerate(columns) if j}
+    words = _verdict_words(margin)
+    for r in table.itertuples(index=False):
+        i = row.get((str(r.test), int(r.rate), int(r.M)))
+        j = col.get((str(r.reference), int(r.reference_M), str(r.match)))
+        if i is None or j is None:
+            continue
+        word = str(r.verdict)
+        marker, colour = VERDICT_MARKS.get(word, ("s", "0.2"))
+        ax.plot([j], [i], ls="none", marker=marker, ms=6 if word != "undecided" else 5,
+                color=colour, mfc=colour if word != "undecided" else "white",
+                label=words.get(word, f"verdict: {word}"))  # fmt: skip
+    ax.set_xlim(-0.5, len(columns) - 0.5)
+    ax.set_xticks(range(len(columns)))
+    ax.set_xticklabels([h for _, h in columns], rotation=90, fontsize=8, linespacing=1.0)
+    ax.xaxis.tick_top()
+    ax.tick_params(left=False, labelleft=False, top=False, bottom=False, labelbottom=False)
+    ax.grid(False)
+    for j in range(1, len(columns)):
+        ax.axvline(j - 0.5, color="0.8", lw=0.6, gid=GUIDE)
+    ax.set_xlabel("verdict at\nthe same bits" if len(columns) > 1 else "", fontsize=8)
+
+
+# ---- Y7 ----------------------------------------------------------------------------------
+
+#: Y7's figures, one question each (:data:`gradcomp.figure_catalogue.FIGURES`): (file
+#: suffix, what its panels hold).
 Y7_PARTS = (
     ("a", "the quantizers on the baseline's kept set"),
-    ("b", "the dense compressors of the field"),
-    ("c", "the other kept sets"),
+    ("b", "the field's dense compressors"),
+    ("c", "the curves that keep fewer entries"),
 )
+
+
+#: The most panels of a Y7 figure (wide enough for a legend inside each).
+Y7_PANELS = 4
 
 
 def y7_panels(
     names: Sequence[str],
-    kept_sets: dict[str, str],
+    kept_sets: Mapping[str, str],
     *,
     baseline: str | None,
-    base_names: set[str],
-    curves: dict[str, str] | None = None,
-) -> dict[str, list[tuple[str | None, list[str]]]]:
-    """Y7's panels per part (:data:`Y7_PARTS`), each (title, compressors drawn in it):
-    part ``a`` the compressors on the baseline's kept set (the entries joining its curve in
-    one panel, the baseline's), ``b`` the dense ones, ``c`` every other kept set (the
-    baseline's curve on those sets in one panel). ``kept_sets``: compressor -> kept set
-    (:func:`gradcomp.lossy.matched_bits.kept_set_of`); ``names`` in config order; ``curves``
-    (name -> its rate curve): an entry that joins another's curve on the same kept set is
-    drawn in that curve's panel.
+    curves: Mapping[str, str] | None = None,
+) -> dict[str, list[list[str]]]:
+    """Y7's panels per part (:data:`Y7_PARTS`), each a list of the rate curves it draws:
+    part ``a`` the curves on the baseline's kept set (the baseline's own left out: it is in
+    every panel), ``b`` the dense ones, ``c`` every curve that has an entry on another kept
+    set (its entries on every kept set in its panel; the baseline's first). At most
+    :data:`Y7_PANELS` panels a part: neighbouring curves (config order) share one where
+    there are more. ``names``: the compressors in config order;
+    ``kept_sets``: compressor -> kept set; ``curves``: compressor -> its rate curve.
 
     >>> y7_panels(["u", "u10", "g", "q"], {"u": "top-K 45.2%", "u10": "top-K 10%",
-    ...     "g": "top-K 45.2%", "q": "dense"}, baseline="u", base_names={"u", "u10"})
-    {'a': [('u', ['u']), ('g', ['g'])], 'b': [('q', ['q'])], 'c': [('u: other kept sets', ['u10'])]}
-    >>> y7_panels(["u", "g", "g15"], dict.fromkeys(["u", "g", "g15"], "top-K 45.2%"),
-    ...     baseline="u", base_names={"u"}, curves={"g15": "g"})["a"]
-    [('u', ['u']), ('g', ['g', 'g15'])]
+    ...     "g": "top-K 45.2%", "q": "dense"}, baseline="u", curves={"u10": "u"})
+    {'a': [['g']], 'b': [['q']], 'c': [['u']]}
     """
+    joins = dict(curves or {})
     home = kept_sets.get(baseline, "") if baseline is not None else ""
-    # a title is None where the baseline's panel has no baseline to name
-    parts: dict[str, list[tuple[str | None, list[str]]]] = {suffix: [] for suffix, _ in Y7_PARTS}
-    joined: dict[str, list[str]] = {"a": [], "c": []}
+    base_curve = joins.get(baseline, baseline) if baseline is not None else None
+    order = list(dict.fromkeys(joins.get(n, n) for n in names))
+    where: dict[str, set[str]] = {c: set() for c in order}
     for name in names:
-        where = kept_sets.get(name, "")
-        part = "a" if where == home or not home else "b" if where == "dense" else "c"
-        if name in base_names and part != "b":
-            joined[part].append(name)
-            if joined[part] == [name]:
-                title = baseline if part == "a" else f"{baseline}: other kept sets"
-                parts[part].append((title, joined[part]))
-        else:
-            curve = (curves or {}).get(name, name)
-            home_panel = [p for p in parts[part] if p[0] == curve] if curve != name else []
-            if home_panel:
-                home_panel[0][1].append(name)
-            else:
-                parts[part].append((name, [name]))
-    return parts
+        where[joins.get(name, name)].add(kept_sets.get(name, home))
+    parts: dict[str, list[str]] = {"a": [], "b": [], "c": []}
+    for curve in order:
+        kept = where[curve]
+        if kept - {home, "dense"}:
+            parts["c"].append(curve)
+        if curve == base_curve:
+            continue
+        if home in kept or not home:
+            parts["a"].append(curve)
+        if "dense" in kept:
+            parts["b"].append(curve)
+    most = Y7_PANELS
+    if base_curve in parts["c"]:  # the baseline's own kept sets first
+        parts["c"].remove(base_curve)
+        parts["c"].insert(0, base_curve)
+    return {
+        suffix: [[curves_[i] for i in run] for run in facets.partition([1] * len(curves_), most)]
+        for suffix, curves_ in parts.items()
+    }
+
+
+@dataclass
+class Series:
+    """One line of a Y7 panel: configurations joined in order of bits, with its look."""
+
+    label: str
+    points: list[Point]
+    color: str
+    marker: str
+    linestyle: str = "-"
+
+    def handle(self) -> Line2D:
+        """The series' legend handle."""
+        return Line2D([], [], color=self.color, marker=self.marker, ls=self.linestyle, ms=4)
 
 
 def figure_y7(
     tables: Sequence[str | Path],
     quantizers: dict[str, str],
-    pngs: dict[str, str | Path],
+    pngs: Mapping[str, str | Path],
     *,
-    titles: dict[str, str],
-    kept_sets: dict[str, str] | None = None,
+    model: str,
+    source: str = "",
+    kept_sets: Mapping[str, str] | None = None,
     baseline: str | None = None,
-    curves: dict[str, str] | None = None,
+    curves: Mapping[str, str] | None = None,
+    specs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """Y7: rate curves of the one-round study in three parts (:data:`Y7_PARTS`; ``pngs`` and
-    ``titles``: suffix -> file, title), a line per compressor and M through its rates: the
-    test-loss increase against the uncompressed aggregate (nats: the verdicts' measure; the
-    accuracy of the same configurations is in T4 and Y6), over the measured uplink bits per
-    entry (coded, log scale); mean and 95% interval over the design's units (warm starts, each the
-    mean of its seeds; :mod:`gradcomp.lossy.nested`). A configuration that another of its
-    own curve beats in mean bits and loss increase is drawn hollow, off its line. Every
-    panel holds the configurations of ``baseline``'s curve (every compressor that joins it
-    through ``curves``, small grey points, without intervals), its operational curve (the
-    lower convex hull of all its configurations, dotted: what the verdicts' ``frontier``
-    compares with) and the references (grey marks). ``kept_sets``: compressor -> kept set
-    (default: all on the baseline's). A part without compressors says so in its one panel."""
-    from gradcomp.lossy.paired import seed_means
-
+    """Y7: rate curves of the one-round study in three figures (:data:`Y7_PARTS`; ``pngs``:
+    suffix -> file; the titles name ``model``, the question and ``source``): the test loss
+    each configuration adds over the uncompressed aggregate (nats, the verdicts' measure) at
+    its measured uplink bits per entry (coded, log axis), a line per curve and M through its
+    configurations in order of bits; mean and 95% interval over the design's units where
+    there are at least :data:`MIN_REPLICATES`, else the runs' values. Every panel of ``a``
+    holds the baseline's curve on its own kept set (grey, means), every panel of ``b`` its
+    configurations on every kept set (grey points) and their operational curve (the lower
+    convex hull, dotted: the verdicts' ``frontier``); ``c`` colours the kept sets, the
+    baseline's kept set included. At most :data:`Y7_PANELS` panels a figure, a legend in
+    each. ``kept_sets``: compressor -> kept set; ``specs``: variant label -> spec (readers'
+    names). A part without curves draws the baseline and says so."""
     plots.set_theme()
     data = one_round_data(tables)
-    per_seed = seed_means(data, ["bits_per_entry", Y7_METRIC[0]])
-    joins: dict[Any, str] = dict(curves or {})  # get() is also asked for baseline None
-    dominated = {lb for labels in drop_dominated(curve_points(per_seed, joins),
-                                                 "loss_increase")[1].values()
-                 for lb in labels.split(",")}  # fmt: skip
-    styles = variant_styles(data, quantizers, joins)
-    base_curve = joins.get(baseline, baseline)
-    base_names = {n for n in data["compressor"].unique() if joins.get(n, n) == base_curve}
-    stats = {}  # (name, M) -> (bits per entry, rate, (mean, lo, hi) of Y7_METRIC), by bits
-    for (name, M), curve in per_seed.groupby(["compressor", "M"]):
-        stats[(name, int(M))] = sorted(
-            (at["bits_per_entry"].mean(), rate, _interval(at, Y7_METRIC[0]))
-            for rate, at in curve.groupby("rate")
-        )
-    front = _operational_curve(stats, base_names)
+    data = data[[not is_reference(quantizers.get(c, c)) for c in data["compressor"]]]
+    points = _points(data, METRIC[0])
+    joins = dict(curves or {})
+    kept = {n: (kept_sets or {}).get(n, "") for n in data["compressor"].unique()}
+    styles = variant_styles(data, quantizers, joins, specs)
     names = facets.compressors(data, quantizers)
-    panels = y7_panels(names, dict(kept_sets or {}), baseline=baseline, base_names=base_names,
-                       curves=joins)  # fmt: skip
-    refs = list(dict.fromkeys(config_order(facets.references(data, quantizers),
-                                           quantizers)["compressor"]))  # fmt: skip
-    bits = [t[0] for curve in stats.values() for t in curve]
-    xlim = (min(bits) / 1.3, max(bits) * 1.3)
-    draw = _Y7Drawer(stats, styles, dominated, refs, baseline, base_names, front, xlim)
+    panels = y7_panels(names, kept, baseline=baseline, curves=joins)
+    draw = _Y7(points, styles, joins, kept, baseline, specs, names)
     for suffix, _ in Y7_PARTS:
-        draw.figure(panels[suffix], titles[suffix], pngs[suffix])
+        title = facets.question_title(f"Y7{suffix}", model, source)
+        draw.figure(suffix, panels[suffix], title, pngs[suffix])
 
 
-#: Y7's y axis: linear within +-Y7_LINEAR nats, logarithmic past it, ticks at Y7_TICKS.
-Y7_LINEAR = 0.01
-#: What Y7's panels plot: (column of the one-round tables, axis label).
-Y7_METRIC = (
-    "loss_increase",
-    f"test loss - uncompressed aggregate's\n(nats; linear within ±{Y7_LINEAR:g})",
-)
-Y7_TICKS = (-0.1, -0.01, -0.005, 0.0, 0.005, 0.01, 0.1, 1.0)
+class _Y7:
+    """Draws Y7's figures from the configurations' points."""
 
+    def __init__(self, points, styles, joins, kept, baseline, specs, names):
+        self.points, self.styles, self.joins, self.kept = points, styles, joins, kept
+        self.baseline, self.specs, self.names = baseline, specs, names
+        self.home = kept.get(baseline, "") if baseline is not None else ""
+        self.base_curve = joins.get(baseline, baseline)
 
-class _Y7Drawer:
-    """Draws one Y7 part: the shared curves, references and limits of every part."""
+    def members(self, curve: str, kept: str | None = None) -> list[str]:
+        """The compressors of ``curve`` (on kept set ``kept``), config order."""
+        return [n for n in self.names if self.joins.get(n, n) == curve
+                and (kept is None or self.kept.get(n, "") == kept)]  # fmt: skip
 
-    def __init__(self, stats, styles, dominated, refs, baseline, base_names, front, xlim):
-        self.stats, self.styles, self.dominated = stats, styles, dominated
-        self.refs, self.baseline, self.base_names = refs, baseline, base_names
-        self.front, self.xlim = front, xlim
+    def series(self, names: Sequence[str], M: int) -> list[Point]:
+        return sorted((p for k, p in self.points.items() if k[0] in names and k[2] == M),
+                      key=lambda p: p.bits)  # fmt: skip
 
-    def curve(self, ax, name, M, ls="-", bars=True, **kw):
-        stats = self.stats[(name, M)]
-        x = np.array([t[0] for t in stats])
-        mean, lo, hi = (np.array([t[2][j] for t in stats]) for j in range(3))
-        out = np.array([variant_label(name, t[1], M) in self.dominated for t in stats])
-        err = np.array([mean - lo, hi - mean]) if bars and np.isfinite(lo).all() else None
-        on = ~out
-        ax.errorbar(x[on], mean[on], yerr=None if err is None else err[:, on], capsize=2, ms=4,
-                    ls=ls if on.sum() > 1 else "none", **kw)  # fmt: skip
-        if out.any():  # dominated within its curve: hollow, off the line
-            kw = {**kw, "label": None}
-            ax.errorbar(x[out], mean[out], yerr=None if err is None else err[:, out], capsize=2,
-                        ms=4, ls="none", mfc="white", **kw)  # fmt: skip
+    def Ms(self, names: Sequence[str]) -> list[int]:
+        return sorted({k[2] for k in self.points if k[0] in names})
 
-    def figure(self, panels, title, png) -> None:
-        fig, axes = facets.grid(len(panels), width=3.3, height=2.7, sharey=True)
-        if not panels:
+    def reference(self) -> Series | None:
+        """The baseline's curve on its own kept set (means, grey)."""
+        own = self.members(self.base_curve, self.home) if self.baseline is not None else []
+        if not own:
+            return None
+        pts = [p for M in self.Ms(own) for p in self.series(own, M)]
+        label = curve_name(self.baseline, 0, self.specs) + ", the baseline (means)"
+        return Series(label, sorted(pts, key=lambda p: p.bits), GREYS[1], "o", "--")
+
+    def curve_series(self, curve: str, kept: str) -> list[Series]:
+        """A series per M of ``curve``'s compressors on ``kept``, in the curve's colours."""
+        own = self.members(curve, kept)
+        out: list[Series] = []
+        for M in self.Ms(own):
+            pts = self.series(own, M)
+            first = self.styles[(pts[0].name, pts[0].rate, M)]
+            label = curve_name(own[0], M, self.specs, kept=False)
+            if any(s.label == label for s in out):  # a kind whose name leaves its M out
+                label = f"{label} M={M:g}"
+            out.append(Series(label, pts, first.color, MARKERS[len(out) % len(MARKERS)]))
+        return out
+
+    def kept_set_series(self, curve: str) -> list[Series]:
+        """Part ``c``: a series per kept set and M of ``curve``, a colour per kept set (the
+        same in every panel), a marker and line style per M; labelled by kept set and M (the
+        panel's title names the curve)."""
+        kept_sets = sorted({self.kept.get(n, "") for n in self.members(curve)}, key=_kept_order)
+        Ms = self.Ms(self.members(curve))
+        out = []
+        for kept in kept_sets:
+            own = self.members(curve, kept)
+            for M in (m for m in Ms if self.series(own, m)):
+                j = Ms.index(M)
+                colour = SERIES[self.kept_index(kept) % len(SERIES)]
+                many = len(Ms) > 1
+                label = (f"M={M:g}, " if many else "") + kept
+                out.append(Series(label, self.series(own, M), colour, MARKERS[j % len(MARKERS)],
+                                  ["-", "--", ":"][j % 3]))  # fmt: skip
+        return out
+
+    def kept_index(self, kept: str) -> int:
+        every = sorted(set(self.kept.values()), key=_kept_order)
+        return every.index(kept) if kept in every else 0
+
+    def figure(self, suffix: str, panels: list[list[str]], title: str, png) -> None:
+        n = max(len(panels), 1)
+        cols = 1 if n <= 3 else 2  # full-width panels stacked, else two a row
+        rows = -(-n // cols)
+        # about 2 inches of title, axis label and legend, the rest panels
+        height = 2.1 + max(3.5, 2.4 * rows) + 0.3 * (rows - 1) if cols == 1 else 2.0 + 2.8 * rows
+        fig, axes = facets.grid(n, height=height, ncols=cols, sharex=True, sharey=True)
+        drawn: list[Point] = []
+        shared: dict[str, Any] = {}
+        if not panels:  # the baseline alone, and why
+            ref = self.reference()
+            if ref is not None:
+                self.draw(axes[0], ref, lw=1.0, bars=False)
+                shared[ref.label] = ref.handle()
             axes[0].text(0.5, 0.5, "no compressor of this configuration\nfalls in this part",
-                         ha="center", va="center", transform=axes[0].transAxes)  # fmt: skip
-        for ax, (panel, own) in zip(axes, panels, strict=False):
-            for j, ref in enumerate(self.refs):
-                for n, M in [c for c in self.stats if c[0] == ref]:
-                    style = self.styles[(ref, self.stats[(n, M)][0][1], M)]
-                    self.curve(ax, n, M, color=style.color, marker=MARKERS[j % len(MARKERS)],
-                               lw=1.0, label=ref)  # fmt: skip
-            if self.baseline is not None and not set(own) <= self.base_names:
-                # the baseline's configurations as faint points, without their intervals
-                for n, M in [c for c in self.stats if c[0] in self.base_names]:
-                    self.curve(ax, n, M, ls="none", bars=False, color="0.55", marker=".",
-                               label=f"{self.baseline}'s configurations")  # fmt: skip
-            if self.front:
-                ax.plot(*zip(*self.front, strict=True), color="0.15", ls=":", lw=1.6,
-                        label=f"{self.baseline}'s operational curve")  # fmt: skip
-            keys = []
-            for n, M in [c for c in self.stats if c[0] in own]:
-                first = self.styles[(n, self.stats[(n, M)][0][1], M)]
-                self.curve(ax, n, M, color=first.color, marker=first.marker or "o", lw=1.3)
-                keys += [(n, r, M) for _, r, *_ in self.stats[(n, M)]]
-            facets.family_legend(ax, own[0], keys, self.styles, rates=False, title=panel)
-            ax.axhline(0.0, color="0.6", lw=0.8)
+                         ha="center", va="center", transform=axes[0].transAxes,
+                         fontsize=9)  # fmt: skip
+        for ax, curves_ in zip(axes, panels, strict=False):
+            heading = None
+            if suffix == "c":  # the legend's title names the curve, its entries the kept sets
+                lines = [s for c in curves_ for s in self.kept_set_series(c)]
+                heading = " / ".join(curve_name(c, None, self.specs, kept=False) for c in curves_)
+            else:
+                kept = self.home if suffix == "a" else "dense"
+                lines = [s for c in curves_ for s in self.curve_series(c, kept)]
+                ref = self.reference() if suffix == "a" else None
+                if ref is not None:
+                    self.draw(ax, ref, lw=1.0, bars=False)
+                    shared[ref.label] = ref.handle()
+                if suffix == "b":
+                    shared.update(self.operational(ax))
+            for s in lines:
+                drawn += self.draw(ax, s)
+            handles = {s.label: s.handle() for s in lines}
+            if handles:
+                ax.legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
+                          framealpha=0.9, handlelength=2.2, title=heading, title_fontsize=8,
+                          ncol=2 if len(handles) > 3 and facets.FIG_WIDTH / len(axes) > 3
+                          else 1)  # fmt: skip
+            ax.axhline(0.0, color="0.6", lw=0.8, gid=GUIDE)
             ax.set_xscale("log")
-            ax.set_xlim(*self.xlim)
-            # linear near zero (where the quantizers differ), logarithmic past Y7_LINEAR
-            # (uniform at one bit per kept value loses ten times that)
-            ax.set_yscale("symlog", linthresh=Y7_LINEAR, linscale=1.5)
-            ax.yaxis.set_major_locator(FixedLocator(Y7_TICKS))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        fig.supylabel(Y7_METRIC[1], fontsize=9)
-        fig.supxlabel("measured uplink bits per entry (coded, all users)", fontsize=9)
-        finish(fig, axes, title, png)
+        bits = [p.bits for p in drawn + self.shared_points(suffix, empty=not panels)]
+        xlim = (min(bits) / 1.2, max(bits) * 1.2) if bits else (0.1, 10.0)
+        axes[0].set_xlim(*xlim)
+        facets.log_ticks(axes[0].xaxis, *xlim)
+        for ax in axes:
+            ax.tick_params(labelsize=8)
+        fig.supxlabel("uplink bits per entry (measured, coded, all users; log scale)", fontsize=9)
+        fig.supylabel(METRIC[1], fontsize=9)
+        beaten = any(ln.get_marker() not in ("x", "None") and ln.get_markerfacecolor() == "white"
+                     for ax in axes for ln in ax.get_lines())  # fmt: skip
+        marks = self.mark_handles(drawn, beaten)
+        facets.legend_below(fig, [], ncol=2, extra={**shared, **marks})
+        facets.title(fig, title)
+        finish(fig, png, replicates=_fewest(drawn))
+
+    def shared_points(self, suffix: str, empty: bool = False) -> list[Point]:
+        """The points of the reference a part draws in every panel (for the x limits)."""
+        if self.baseline is None or (suffix == "c" and not empty):
+            return []
+        kept = self.home if suffix != "b" else None
+        own = self.members(self.base_curve, kept)
+        return [p for M in self.Ms(own) for p in self.series(own, M)]
+
+    def draw(self, ax, s: Series, lw: float = 1.3, bars: bool = True) -> list[Point]:
+        """``s``'s configurations: the line joins, in order of bits, those no other of the
+        line beats in both bits and mean (:func:`gradcomp.lossy.matched_bits.pareto_front`,
+        T5's curve); the beaten ones are hollow, off the line. An interval where there are
+        enough units, else each run's value (crosses)."""
+        on = pareto_front([float(np.log2(p.bits)) for p in s.points], [p.mean for p in s.points])
+        line = [p for p, o in zip(s.points, on, strict=True) if o]
+        size = 4 if bars else 3.5
+        ax.plot([p.bits for p in line], [p.mean for p in line], color=s.color, ls=s.linestyle,
+                lw=lw, marker=s.marker, ms=size, label=s.label)  # fmt: skip
+        off = [p for p, o in zip(s.points, on, strict=True) if not o]
+        if off:
+            ax.plot([p.bits for p in off], [p.mean for p in off], ls="none", marker=s.marker,
+                    ms=size, mfc="white", color=s.color, label=s.label)  # fmt: skip
+        if not bars:
+            return []
+        for p in s.points:
+            if p.interval:
+                ax.errorbar([p.bits], [p.mean], yerr=[[p.mean - p.lo], [p.hi - p.mean]],
+                            color=s.color, ls="none", lw=0.9, capsize=2,
+                            label=s.label)  # fmt: skip
+            elif len(p.units) > 1:
+                ax.plot(np.full(len(p.units), p.bits), p.units, ls="none", marker="x",
+                        color=s.color, ms=4, label=s.label)  # fmt: skip
+        return list(s.points)
+
+    def operational(self, ax) -> dict[str, Any]:
+        """Part ``b``'s reference: the baseline's configurations on every kept set (grey
+        points) and their lower convex hull (dotted); their legend handles."""
+        own = self.members(self.base_curve) if self.baseline is not None else []
+        pts = [p for M in self.Ms(own) for p in self.series(own, M)]
+        if not pts:
+            return {}
+        name = curve_name(self.baseline, 0, self.specs, kept=False)
+        dots = f"{name}, each kept set and level (means)"
+        hull = f"{name}'s operational curve (lower convex hull)"
+        ax.plot([p.bits for p in pts], [p.mean for p in pts], ls="none", marker="o", ms=3.5,
+                color=GREYS[2], label=dots)  # fmt: skip
+        out = {dots: ax.lines[-1]}
+        bits = np.array([p.bits for p in pts])
+        loss = np.array([p.mean for p in pts])
+        on = lower_hull(bits, loss)
+        order = np.argsort(bits[on], kind="stable")
+        ax.plot(bits[on][order], loss[on][order], color="0.1", ls=":", lw=1.6, label=hull)
+        out[hull] = ax.lines[-1]
+        return out
+
+    def mark_handles(self, drawn: Sequence[Point], beaten: bool) -> dict[str, Any]:
+        """Legend entries for the marks (grey proxies: the colours are the series'): an
+        interval, the runs of a configuration with too few for one, a configuration of one
+        run, a configuration its own line beats (``beaten``)."""
+        out: dict[str, Any] = {}
+        with_interval, alone, single = _mark_labels(drawn)
+        if any(p.interval for p in drawn):
+            out[with_interval] = Line2D([], [], color="0.3", marker="|", ms=8, ls="none")
+        if any(not p.interval and len(p.units) > 1 for p in drawn):
+            out[alone] = Line2D([], [], color="0.3", marker="x", ms=4, ls="none")
+        if any(len(p.units) == 1 for p in drawn):
+            out[single] = Line2D([], [], color="0.3", marker="o", ms=4, ls="none")
+        if beaten:
+            out[BEATEN] = Line2D([], [], color="0.3", marker="o", mfc="white", ms=4, ls="none")
+        return out
+
+
+#: The legend's words for a hollow mark in Y7.
+BEATEN = "hollow: another point of its line has fewer bits and less loss"
+
+
+def _kept_order(kept: str) -> tuple[int, float, str]:
+    """Kept sets from the most entries kept to the fewest: dense, then top-K by share."""
+    if kept == "dense":
+        return (0, 0.0, kept)
+    try:
+        share = float(kept.rsplit(" ", 1)[-1].rstrip("%"))
+    except ValueError:
+        return (2, 0.0, kept)
+    return (1, -share, kept)
