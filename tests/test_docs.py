@@ -1,10 +1,11 @@
-"""The documentation stays true to the code. Its relative links resolve: every
+"""The documentation stays true to the code and short. Its relative links resolve: every
 ``[text](target)`` and ``![alt](target)`` in README.md, config/README.md and docs/*.md that is
-not a URL names a file or folder of the repository, and a ``#anchor`` on a Markdown target
-names one of its headings. And what it names exists: docs/library.md names every rule and
-exactly the library's modules, each package docstring names its modules, every config key a
-page (or the schema's descriptions) names is in the schema, and the extending guide's files
-are there."""
+not a URL names a file or folder of the repository, and a ``#anchor`` names one of the target's
+headings by GitHub's own slug rule (or an ``<a name>`` anchor). docs/ stays under 15,000 words,
+no line of docs/*.md or README.md is over 120 characters, and each page says its one purpose
+first. And what the docs name exists: docs/library.md names every rule and exactly the library's
+modules, each package docstring names its modules, every config key a page (or the schema's
+descriptions) names is in the schema, and the extending guide's files are there."""
 
 from __future__ import annotations
 
@@ -27,14 +28,43 @@ def relative_links(text: str) -> list[str]:
 
 
 def slug(heading: str) -> str:
-    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    """GitHub's anchor of a heading (its renderer's rule): the text as rendered (inline code
+    and emphasis marks gone), lower case, every character that is not a letter, digit, space,
+    hyphen or underscore dropped, each space a hyphen."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
 def anchors(page: Path) -> set[str]:
+    """Every anchor of ``page``: its headings' slugs, a repeated slug numbered -1, -2, ... as
+    GitHub does, and the names of ``<a name="...">`` / ``<a id="...">`` anchors."""
     text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
-    return {slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+    found: set[str] = set()
+    for heading in re.findall(r"^#+ (.+)$", text, flags=re.M):
+        base = slug(heading)
+        name, n = base, 0
+        while name in found:
+            n += 1
+            name = f"{base}-{n}"
+        found.add(name)
+    return found | set(re.findall(r'<a (?:name|id)="([^"]+)"', text))
+
+
+def test_slug_is_githubs_rule(tmp_path: Path) -> None:
+    """Known examples of GitHub's slugs (planted bug: the old rule that dropped underscores,
+    which broke the README's link to ``cm_fast``)."""
+    assert slug("cm_fast") == "cm_fast"
+    assert slug("R(D)") == "rd"
+    assert slug("FP8 / E5M2") == "fp8--e5m2"
+    assert slug("i.i.d. entropy") == "iid-entropy"
+    assert slug("`cm_context`: context-mixing binary arithmetic coder") == (
+        "cm_context-context-mixing-binary-arithmetic-coder"
+    )
+    assert slug("Why 1,000 test images per run") == "why-1000-test-images-per-run"
+    assert slug("The follow-up (M22)") == "the-follow-up-m22"
+    page = tmp_path / "p.md"
+    page.write_text('# Setup\n## Setup\n## Setup\n<a name="here"></a>\n```\n# not a heading\n```\n')
+    assert anchors(page) == {"setup", "setup-1", "setup-2", "here"}
 
 
 def broken_links(page: Path) -> list[str]:
@@ -78,6 +108,30 @@ def test_readme_is_short_and_links_the_docs() -> None:
         assert page.resolve() in linked, f"README does not link {page.name}"
 
 
+DOCS = sorted((REPO / "docs").glob("*.md"))
+
+
+def test_docs_read_in_an_afternoon() -> None:
+    """docs/*.md hold at most 15,000 words (``cat docs/*.md | wc -w``); planted bug: a page
+    that grows back its history."""
+    words = sum(len(page.read_text().split()) for page in DOCS)
+    assert words <= 15_000, f"docs/ holds {words} words"
+
+
+@pytest.mark.parametrize("page", [REPO / "README.md", *DOCS], ids=lambda p: p.name)
+def test_no_line_over_120_characters(page: Path) -> None:
+    long = [i + 1 for i, line in enumerate(page.read_text().splitlines()) if len(line) > 120]
+    assert long == [], f"{page.name}: lines over 120 characters: {long}"
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+def test_each_page_says_its_purpose_first(page: Path) -> None:
+    """A page opens with its title, then one sentence that says what the page is for."""
+    lines = page.read_text().splitlines()
+    assert lines[0].startswith("# ") and lines[1] == ""
+    assert lines[2].startswith("This page "), f"{page.name} does not say its purpose first"
+
+
 # --- docs that name the code: checked against the code, so that they cannot go stale ----
 
 SRC = REPO / "src" / "gradcomp"
@@ -101,13 +155,15 @@ def modules() -> set[tuple[str, str]]:
 
 
 def library_table() -> set[tuple[str, str]]:
-    """(package, module) pairs of docs/library.md's package table: each row names its
-    package in the first cell and its modules in backticks in the second (a backticked name
-    with a dot or a colon, such as ``package.module:Class``, is not a module)."""
+    """(package, module) pairs of docs/library.md's package list: each item names its package
+    in backticks before a colon, then its modules in backticks, over as many lines as it takes
+    (a backticked name with a dot or a colon, such as ``package.module:Class``, is not a
+    module)."""
     text = (REPO / "docs" / "library.md").read_text()
     pairs = set()
-    for package, cell in re.findall(r"^\| `(gradcomp[\w.]*)` \| (.+) \|$", text, flags=re.M):
-        pairs |= {(package, m) for m in re.findall(r"`([a-z_][a-z0-9_]*)`", cell)}
+    for package, item in re.findall(r"^- `(gradcomp[\w.]*)`: (.+?)(?=^- |^\n|\Z)", text,
+                                    flags=re.M | re.S):  # fmt: skip
+        pairs |= {(package, m) for m in re.findall(r"`([a-z_][a-z0-9_]*)`", item)}
     return pairs
 
 
