@@ -267,7 +267,10 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
     same reference at another rate or kept set with the opposite word (else a word that is
     not this one); for M > 0, M against M=0 of the same curve when not better; for a question
     against float32, the other compressors at one bit whose word differs; the BD-rate of the
-    test's curve against the reference's (T5) when its sign disagrees."""
+    test's curve against the reference's (T5) when its sign disagrees. An undecided word
+    claims nothing to argue against."""
+    if r["verdict"] == "undecided":
+        return "n/a (undecided)"
     found = []
     same = table[
         (table["test_curve"] == r["test_curve"])
@@ -302,7 +305,8 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
         ]
         if not peers.empty:
             found.append(
-                "; ".join(f"{p['verdict']} for {p['test_name']}" for _, p in peers.iterrows())
+                "at the same bits against float32: "
+                + "; ".join(f"{p['test_name']} {p['verdict']}" for _, p in peers.iterrows())
             )
     if t5 is not None and r["match"] != "exact" and r["verdict"] in _OPPOSITE:
         needed = {"model", "curve", "M", "baseline", "bd_rate_mean", "verdict"}
