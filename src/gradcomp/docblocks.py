@@ -347,9 +347,11 @@ def block_costs(tables: Path) -> str:
     """The run's heavy jobs from costs.tsv: jobs, wall seconds, CPU seconds, peak memory."""
     costs = _read(tables, "costs")
     total = costs[costs["rule"] == "all"].iloc[0]
-    return (f"{int(total['jobs'])} heavy jobs, {total['seconds_total']:,.0f} s of job time, "
-            f"{total['cpu_seconds_total']:,.0f} CPU seconds, at most "
-            f"{total['MB_max']:,.0f} MB in any job (`costs.tsv`).")  # fmt: skip
+    return _wrap(
+        f"What its heavy jobs cost (`costs.tsv`): {int(total['jobs'])} jobs, "
+        f"{total['seconds_total']:,.0f} s of job time, {total['cpu_seconds_total']:,.0f} CPU "
+        f"seconds, at most {total['MB_max']:,.0f} MB in any job."
+    )
 
 
 #: every block a page may hold: name -> function of the tables folder
