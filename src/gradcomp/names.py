@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
-    "CODERS", "DESIGNS", "DUMPS", "KINDS", "LAWS", "POSITIONS", "TABLES", "WEIGHTED", "coder",
-    "dump", "kind", "law",
+    "CODERS", "DESIGNS", "DUMPS", "LAWS", "POSITIONS", "TABLES", "coder", "dump", "kind",
+    "kind_titles", "law",
     "method", "variant",
 ]  # fmt: skip
 
@@ -53,25 +53,6 @@ _FAMILY_CODERS = {
     "huffman": "Huffman ({} fit)",
     "ans": "ANS ({} fit)",
     "xent": "{} cross-entropy (bound)",
-}
-
-#: Quantizer and compressor kinds (``quantizer`` / ``compressor`` of a compressor entry).
-KINDS = {
-    "none": "float32",
-    "float16": "float16",
-    "float8": "FP8 (E5M2)",
-    "uniform": "uniform",
-    "lloyd": "Lloyd",
-    "kmeans": "weighted k-means",
-    "gaussian_channel": "Gaussian channel",
-    "tcq": "trellis-coded (TCQ)",
-    "ecsq": "entropy-constrained",
-    "ecsq_data": "entropy-constrained (data)",
-    "qsgd": "QSGD",
-    "terngrad": "TernGrad",
-    "scaled_sign": "scaled sign",
-    "powersgd": "PowerSGD",
-    "count_sketch": "count sketch",
 }
 
 #: Which gradient a lossless dump holds (``figures.lossless_kind``).
@@ -119,9 +100,29 @@ def coder(name: str) -> str:
     return name
 
 
+def _kind_class(name: str) -> Any:
+    from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
+
+    return QUANTIZERS.get(name) or COMPRESSORS.get(name)
+
+
+def kind_titles() -> list[str]:
+    """Every registered kind's reader's name."""
+    from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
+
+    return [c.title for c in (*QUANTIZERS.values(), *COMPRESSORS.values()) if c.title]
+
+
 def kind(name: str) -> str:
-    """The quantizer's or compressor's kind (``"scaled_sign"`` -> ``"scaled sign"``)."""
-    return KINDS.get(name, name)
+    """The quantizer's or compressor's kind, by the ``title`` its class gives
+    (``"scaled_sign"`` -> ``"scaled sign"``; the registry of
+    :mod:`gradcomp.compression.registry`).
+
+    >>> kind("scaled_sign"), kind("mine")
+    ('scaled sign', 'mine')
+    """
+    cls = _kind_class(name)
+    return getattr(cls, "title", "") or name
 
 
 def dump(name: str) -> str:
@@ -133,10 +134,6 @@ def _bits(rate: float) -> str:
     return f"{rate:g} bit" + ("" if rate == 1 else "s")
 
 
-#: Kinds whose design weighs the distortion by |g|^M (their names show M).
-WEIGHTED = ("lloyd", "kmeans", "ecsq", "ecsq_data")
-
-
 def method(spec: Mapping[str, Any], M: float | None = None) -> str:
     """The kind with its law, and M where the kind weighs the distortion.
 
@@ -144,10 +141,11 @@ def method(spec: Mapping[str, Any], M: float | None = None) -> str:
     ('GenNorm Lloyd M=2', 'uniform')
     """
     name = str(spec.get("compressor") or spec.get("quantizer") or "?")
+    cls = _kind_class(name)
     text = kind(name)
-    if spec.get("family") and name in ("lloyd", "tcq", *WEIGHTED):
+    if spec.get("family") and getattr(cls, "takes_family", False):
         text = f"{law(str(spec['family']))} {text}"
-    if M is not None and name in WEIGHTED:
+    if M is not None and getattr(cls, "takes_M", False):
         text += f" M={M:g}"
     return text
 
@@ -171,7 +169,7 @@ def variant(spec: Mapping[str, Any], rate: float | None = None, M: float | None 
         parts.append(f"{spec['levels']} levels")
     elif spec.get("target_bits"):
         parts.append(f"{float(spec['target_bits']):g} target bits")
-    elif rate is not None and name not in ("none", "float16", "float8", "terngrad", "scaled_sign"):
+    elif rate is not None and getattr(_kind_class(str(name)), "fixed_rate", None) is None:
         parts.append(_bits(rate))
     sparsifier = spec.get("sparsifier", "topk" if spec.get("topk") else None)
     if spec.get("compressor") is not None or sparsifier == "none":

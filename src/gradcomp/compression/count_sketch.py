@@ -144,6 +144,7 @@ class CountSketch:
     """
 
     kind = "count_sketch"
+    title = "count sketch"
     #: spec keys this kind takes besides name (``rate``: cells per 100 sketched entries)
     spec_keys = ("rate", "error_feedback", "memory_decay", "seed")
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them

@@ -53,6 +53,7 @@ class ECSQDataQuantizer(ValueQuantizer):
     """The entropy-constrained design of the values at ``target_bits`` (default ``rate``)."""
 
     kind = "ecsq_data"
+    title = "entropy-constrained (data)"
     takes_M = True
     min_rate, max_rate = 1, 8
     options: ClassVar[dict[str, object]] = {"target_bits": None}

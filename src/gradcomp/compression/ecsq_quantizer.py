@@ -65,6 +65,7 @@ class ECSQQuantizer(LloydQuantizer):
     """ECSQ of a fitted law at ``target_bits`` coded bits per value (default ``rate``)."""
 
     kind = "ecsq"
+    title = "entropy-constrained"
     nearest_labels = False
     min_rate, max_rate = 1, 8
     options: ClassVar[dict[str, object]] = {"target_bits": None}

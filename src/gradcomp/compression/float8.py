@@ -84,6 +84,7 @@ class Float8(ValueQuantizer):
     :data:`FLOAT8_SCALINGS`, ``ties`` in :data:`FLOAT8_TIES`."""
 
     kind = "float8"
+    title = "FP8 (E5M2)"
     fixed_rate = 8
     nearest_labels = True
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them

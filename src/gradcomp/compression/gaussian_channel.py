@@ -47,6 +47,7 @@ class GaussianChannel(ValueQuantizer):
     forward channel); ``seed`` seeds the noise (one torch.Generator per quantizer, CPU)."""
 
     kind = "gaussian_channel"
+    title = "Gaussian channel"
     wire_dtype = "f8"
     ideal = True
 

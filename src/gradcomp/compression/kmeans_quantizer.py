@@ -32,6 +32,7 @@ class KMeansQuantizer(ValueQuantizer):
     """2^R weighted k-means levels of the values (R = ``rate``, weight exponent ``M``)."""
 
     kind = "kmeans"
+    title = "weighted k-means"
     takes_M = True
     nearest_labels = True
 

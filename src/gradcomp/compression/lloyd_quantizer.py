@@ -95,6 +95,7 @@ class LloydQuantizer(ValueQuantizer):
     """
 
     kind = "lloyd"
+    title = "Lloyd"
     takes_M = True
     takes_family = True
     uses_full_tensor = True

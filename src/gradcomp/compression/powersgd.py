@@ -81,6 +81,7 @@ class PowerSGD:
     """
 
     kind = "powersgd"
+    title = "PowerSGD"
     #: spec keys this kind takes besides name (``rate`` is the rank r, 1..``max_rate``)
     spec_keys = ("rate", "error_feedback", "memory_decay", "seed")
     max_rate = 1024

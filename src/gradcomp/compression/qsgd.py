@@ -108,6 +108,7 @@ class QSGD(StochasticLevels):
     """``qsgd``: QSGD with ``s = 2^(rate-1) - 1`` levels per sign (see the module doc)."""
 
     kind = "qsgd"
+    title = "QSGD"
     min_rate = 2
     scale_name = "norm"
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them

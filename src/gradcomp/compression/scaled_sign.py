@@ -41,6 +41,7 @@ class ScaledSign(ValueQuantizer):
     """``scaled_sign``: see the module doc. Index 0 is ``-scale``, index 1 is ``+scale``."""
 
     kind = "scaled_sign"
+    title = "scaled sign"
     fixed_rate = 1
     nearest_labels = True
 

@@ -64,6 +64,7 @@ class TCQQuantizer(ValueQuantizer):
     """
 
     kind = "tcq"
+    title = "trellis-coded (TCQ)"
     takes_M = True
     takes_family = True
     uses_full_tensor = True

@@ -21,6 +21,7 @@ class TernGrad(StochasticLevels):
     """``terngrad``: see the module doc. ``seed`` seeds the Bernoulli draws."""
 
     kind = "terngrad"
+    title = "TernGrad"
     fixed_rate = 2
 
     def __init__(self, *, seed: int = 0):

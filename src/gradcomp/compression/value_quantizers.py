@@ -132,6 +132,8 @@ class ValueQuantizer:
     """
 
     kind: ClassVar[str] = "base"
+    #: the kind as a reader names it (:func:`gradcomp.names.kind`)
+    title: ClassVar[str] = ""
     fixed_rate: ClassVar[int | None] = None
     takes_M: ClassVar[bool] = False
     takes_family: ClassVar[bool] = False
@@ -218,6 +220,7 @@ class PassThrough(ValueQuantizer):
     """``none``: values at float32."""
 
     kind = "none"
+    title = "float32"
     fixed_rate = FLOAT_BITS
     wire_dtype = "f4"
 
@@ -231,6 +234,7 @@ class Float16(ValueQuantizer):
     """``float16``: values rounded to IEEE half precision."""
 
     kind = "float16"
+    title = "float16"
     fixed_rate = 16
     wire_dtype = "f2"
 
@@ -246,6 +250,7 @@ class UniformQuantizer(ValueQuantizer):
     that the reference curve has points between the powers of two."""
 
     kind = "uniform"
+    title = "uniform"
     nearest_labels = True
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them
     options: ClassVar[dict[str, object]] = {"levels": None}
