@@ -78,7 +78,7 @@ def internal_names(specs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The compressor names (``lossy.compressors``' ``name``: name -> its config entry or
     checked spec) that a reader does not use: those that are not, ignoring case and hyphens,
     a word of the reader's name of their own variant (:func:`gradcomp.names.variant`) or of
-    any kind or law (:data:`gradcomp.names.KINDS`, :data:`gradcomp.names.LAWS`).
+    any kind or law (:func:`gradcomp.names.kind_titles`, :data:`gradcomp.names.LAWS`).
 
     >>> internal_names({"uniform": {"quantizer": "uniform"},
     ...                 "uniformk20": {"quantizer": "uniform", "topk": 0.2},
@@ -89,7 +89,7 @@ def internal_names(specs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     def words(text: str) -> set[str]:
         return {w.casefold() for w in re.findall(r"[A-Za-z0-9]+", text.replace("-", ""))}
 
-    common = words(" ".join([*names.KINDS.values(), *names.LAWS.values()]))
+    common = words(" ".join([*names.kind_titles(), *names.LAWS.values()]))
     return sorted(
         name for name, spec in specs.items()
         if name.replace("-", "").casefold() not in common | words(names.variant(spec))
