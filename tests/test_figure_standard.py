@@ -129,6 +129,23 @@ def test_every_series_in_a_legend(draw, expected) -> None:
     assert labelled(draw) is expected
 
 
+def test_bands_and_error_bars_are_counted() -> None:
+    """A band or an error bar stands on replicates: drawn without ``replicates`` it is a
+    violation (planted bug: bands not counted); a guide band is not one."""
+    fig, ax = plt.subplots()
+    ax.plot([0, 1, 2], [0, 1, 4], color="C0", label="a")
+    ax.fill_between([0, 1, 2], [0, 0, 3], [1, 2, 5], color="C0", alpha=0.2)
+    ax.fill_between([0, 2], [0, 0], [1, 1], color="0.9", gid="guide")
+    ax.errorbar([1], [1], yerr=[0.5], color="C0")
+    ax.errorbar([2], [2], color="C0")  # no bar
+    ax.legend()
+    row = measure(fig, 640, 480, dpi=100)
+    assert row["intervals"] == 2
+    assert "2 bands or intervals drawn, their replicates not given" in violations(row)
+    assert violations({**row, "replicates": 5}) == []
+    plt.close(fig)
+
+
 def test_symlog_axis_found() -> None:
     fig, axes = plt.subplots(1, 2)
     for ax in axes:

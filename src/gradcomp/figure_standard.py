@@ -26,11 +26,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from matplotlib import collections as mcollections
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis, Tick
 from matplotlib.collections import Collection, PathCollection, PolyCollection
 from matplotlib.colors import to_rgba_array
+from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
@@ -153,6 +155,16 @@ def _series(ax: Axes) -> Iterator[Artist]:
     yield from ax.patches
 
 
+def _intervals(ax: Axes) -> int:
+    """Bands (``fill_between``, seaborn's error bands) and error bars drawn on ``ax`` that
+    are not guides: what stands on replicates."""
+    bands = getattr(mcollections, "FillBetweenPolyCollection", ())
+    n = sum(isinstance(c, bands) and c.get_gid() != GUIDE for c in ax.collections)
+    return n + sum(
+        isinstance(c, ErrorbarContainer) and (c.has_xerr or c.has_yerr) for c in ax.containers
+    )
+
+
 def _legends(fig: Figure) -> list[Legend]:
     found = list(fig.legends)
     for ax in fig.axes:
@@ -217,6 +229,7 @@ def measure(
     (``unlabelled`` lists those that are not); ``axes_share``: the panels' area over the
     saved area; ``symlog``: an axis has a symlog scale; ``replicates``: as given (the
     fewest independent replicates behind any band or interval drawn, None if none);
+    ``intervals``: the bands and error bars drawn (a band marked ``gid="guide"`` aside);
     ``texts``: every visible text; ``bad_text``: those :func:`bad_texts` finds.
     """
     fig.canvas.draw()
@@ -249,6 +262,7 @@ def measure(
         "axes_share": round(axes_area / (width_in * png_height_px / dpi), 4),
         "symlog": any("symlog" in (ax.get_xscale(), ax.get_yscale()) for ax in panels),
         "replicates": replicates,
+        "intervals": sum(_intervals(ax) for ax in panels),
         "texts": strings,
         "bad_text": bad_texts(strings, identifiers),
     }
@@ -274,6 +288,8 @@ def violations(row: Mapping[str, Any]) -> list[str]:
         )
     if row["symlog"]:
         out.append("a symlog axis")
+    if row.get("intervals") and row["replicates"] is None:
+        out.append(f"{row['intervals']} bands or intervals drawn, their replicates not given")
     if row["replicates"] is not None and row["replicates"] < s["min_replicates"]:
         out.append(
             f"a band or interval from {row['replicates']} replicates < {s['min_replicates']}"
