@@ -241,8 +241,9 @@ def test_y1_y3_draw_each_seed_and_no_interval(study, tmp_path) -> None:
 
 
 def test_y5_names_its_bound_in_the_legend(tmp_path) -> None:
-    """The rate-distortion bound is a series with a legend entry (planted bug, the last
-    release's: a black line the legend left out)."""
+    """The rate-distortion bound is a series with a legend entry, the 0 dB line the
+    quantizers' gaps (T6's ``gap_db``) are drawn above (planted bug, the last release's: a
+    black line the legend left out)."""
     from gradcomp.lossy.distortion_study import BOUND
 
     rows = [
@@ -252,6 +253,7 @@ def test_y5_names_its_bound_in_the_legend(tmp_path) -> None:
             "rate_bits": r,
             "coded_bits": r * 0.9,
             "distortion": 2.0**-r * (1.5 if q == "uniform" else 1.2),
+            "gap_db": 1.8 if q == "uniform" else 0.8,
         }
         for M in (0, 2)
         for q in ("uniform", "lloyd gennorm (same M)")

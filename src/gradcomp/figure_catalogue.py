@@ -128,11 +128,11 @@ FIGURES: dict[str, Figure] = {
         "and flanks, and the hole top-K leaves around zero.",
     ),
     "Y5": Figure(
-        question="How far is each quantizer's M-weighted distortion from the rate-distortion "
-        "bound at the bits it spends?",
+        question="How far above the rate-distortion bound is each quantizer's M-weighted "
+        "distortion?",
         counterpart=BEYOND,
-        look_at="the gap between each quantizer's line and the black bound at the same bits: "
-        "what a better design could still gain.",
+        look_at="how far each quantizer's line sits above the black 0 dB line (the bound) at "
+        "the same bits: what a better design could still gain.",
     ),
     "Y6": Figure(
         question="On the same user updates, how much test loss does each configuration add to "

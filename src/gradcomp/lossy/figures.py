@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator, NullFormatter
+from matplotlib.ticker import MaxNLocator
 
 from gradcomp import names, plots
 from gradcomp.lossy import facets
@@ -153,7 +153,7 @@ def _runs_figure(data, keys, styles, png, *, x, y, scale, xlabel, ylabel, title,
         axes = [ax]
     else:
         rows = -(-len(panels) // 2)
-        fig, axes = facets.grid(len(panels), height=1.8 + 3.0 * rows, ncols=2, sharex=True,
+        fig, axes = facets.grid(len(panels), height=1.8 + 3.4 * rows, ncols=2, sharex=True,
                                 sharey=True)  # fmt: skip
     for ax, own in zip(axes, panels, strict=True):
         _seed_lines(ax, data, own, styles, x, y, scale=scale)
@@ -342,34 +342,39 @@ Y5_NAMES = {
 
 
 def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
-    """Y5: M-weighted distortion against the coded bits each quantizer spends (its index
-    entropy), one panel per M (at most six), with the Blahut-Arimoto bound."""
+    """Y5: how far above the rate-distortion bound each quantizer's M-weighted distortion
+    lies, in dB at the coded bits it spends (its index entropy; ``gap_db`` of the distortion
+    study: its distortion over the bound's D(R) at those bits), one panel per M (at most six)
+    on one scale, the bound (the Blahut-Arimoto curve of the fitted GenNorm) the 0 dB line.
+    Points beyond the bound's resolved range (no ``gap_db``) are left out."""
     from gradcomp.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
 
     plots.set_theme()
     rd = pd.read_csv(rd_tsv, sep="\t")
-    points = rd[rd["quantizer"] != BOUND]
+    points = rd[(rd["quantizer"] != BOUND) & rd["gap_db"].notna()]
     bound = rd[rd["quantizer"] == BOUND]
     quantizers = list(dict.fromkeys(points["quantizer"]))
     colours = assign(quantizers, DISTORTION_STUDY_COLORS)
     Ms = sorted(rd["M"].unique())[: facets.MAX_PANELS]
-    fig, axes = facets.grid(len(Ms), height=4.8 if len(Ms) <= facets.MAX_COLS else 7.6)
+    rows = -(-len(Ms) // facets.MAX_COLS)
+    fig, axes = facets.grid(len(Ms), height=1.6 + 3.8 * rows, sharex=True, sharey=True)
     for ax, M in zip(axes, Ms, strict=True):
         for i, q in enumerate(quantizers):
-            rows = points[(points["quantizer"] == q) & (points["M"] == M)].sort_values("rate_bits")
-            ax.plot(rows["coded_bits"], rows["distortion"], color=colours[q],
+            own = points[(points["quantizer"] == q) & (points["M"] == M)].sort_values("rate_bits")
+            ax.plot(own["coded_bits"], own["gap_db"], color=colours[q],
                     marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.2,
                     label=Y5_NAMES.get(q, q))  # fmt: skip
-        at = bound[bound["M"] == M].sort_values("coded_bits")
-        ax.plot(at["coded_bits"], at["distortion"], color="k", lw=1.6, label=Y5_NAMES[BOUND])
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_title(f"M = {M:g}" + (" (mean squared error)" if M == 0 else ""), fontsize=9)
+        at = bound[bound["M"] == M]
+        span = (at["coded_bits"].min(), at["coded_bits"].max()) if len(at) else (0.0, 0.0)
+        ax.plot(span, (0.0, 0.0), color="k", lw=1.6, label=Y5_NAMES[BOUND])
+        ax.text(0.03, 0.97, f"M = {M:g}" + (" (mean squared error)" if M == 0 else ""),
+                transform=ax.transAxes, ha="left", va="top", fontsize=9)  # fmt: skip
     fig.supxlabel("coded bits per kept entry (index entropy)", fontsize=9)
-    fig.supylabel("M-weighted distortion, mean $|g|^M (g-\\hat{g})^2$\n"
-                  "(update units$^{M+2}$, log scale)", fontsize=9)  # fmt: skip
+    fig.supylabel("M-weighted distortion above the bound at the same bits (dB)", fontsize=9)
+    top = float(points["gap_db"].max()) if len(points) else 1.0
+    axes[0].set_ylim(-0.05 * top, 2.0 * top)  # the legend above the curves
     handles = facets.labelled(axes)
     axes[-1].legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
-                    framealpha=0.9)  # fmt: skip
+                    framealpha=0.9, bbox_to_anchor=(1.0, 0.91))  # fmt: skip
     facets.title(fig, title)
     finish(fig, png)

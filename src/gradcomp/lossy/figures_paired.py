@@ -544,6 +544,8 @@ class _Y7:
         facets.log_ticks(axes[0].xaxis, *xlim)
         for ax in axes:
             ax.tick_params(labelsize=8)
+        if suffix == "a" and panels:
+            self.clip_reference(axes, drawn)
         fig.supxlabel("uplink bits per entry (measured, coded, all users; log scale)", fontsize=9)
         fig.supylabel(METRIC[1], fontsize=9)
         beaten = any(ln.get_marker() not in ("x", "None") and ln.get_markerfacecolor() == "white"
@@ -552,6 +554,36 @@ class _Y7:
         facets.legend_below(fig, [], ncol=2, extra={**shared, **marks})
         facets.title(fig, title)
         finish(fig, png, replicates=_fewest(drawn))
+
+    def clip_reference(self, axes, drawn: Sequence[Point]) -> None:
+        """Part ``a``: the loss axis scaled to the quantizers (with their intervals and runs)
+        where the baseline's curve climbs far above them (its one-bit point, ten times their
+        loss); each baseline point above the axis is written at its top edge, an arrow and
+        its value, not cut off unseen."""
+        tops = [p.hi if p.interval else float(np.max(p.units)) for p in drawn]
+        lows = [p.lo if p.interval else float(np.min(p.units)) for p in drawn]
+        ref = self.shared_points("a")
+        if not tops or not ref:
+            return
+        top, low = max(max(tops), 0.0), min(min(lows), 0.0)
+        if max(p.mean for p in ref) <= top + 0.5 * (top - low):
+            return
+        limit = top + 0.3 * (top - low)
+        axes[0].set_ylim(low - 0.08 * (top - low), limit)
+        above = sorted((p for p in ref if p.mean > limit), key=lambda p: p.bits)
+        groups: list[list[Point]] = []  # points closer than 10% in bits share one note
+        for p in above:
+            if groups and p.bits < groups[-1][0].bits * 1.1:
+                groups[-1].append(p)
+            else:
+                groups.append([p])
+        for ax in axes:
+            for group in groups:
+                text = ", ".join(f"{p.mean:.2g}" for p in group)
+                ax.annotate(text, xy=(group[0].bits, limit), xytext=(0.02, 0.9),
+                            textcoords="axes fraction", ha="left", fontsize=8,
+                            color=GREYS[1],
+                            arrowprops={"arrowstyle": "->", "color": GREYS[1]})  # fmt: skip
 
     def shared_points(self, suffix: str, empty: bool = False) -> list[Point]:
         """The points of the reference a part draws in every panel (for the x limits)."""
