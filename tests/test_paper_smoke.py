@@ -82,7 +82,7 @@ def test_every_figure_is_drawn_within_bounds(smoke: Path) -> None:
     row, which was 3,170 pixels wide at paper scale)."""
     import matplotlib.image
 
-    names = [f"{f}_{m}" for m in PAPER_MODELS for f in ("L1", "L2", "L3", "L4", "L5")]
+    names = [f"{f}_{m}" for m in PAPER_MODELS for f in ("L1", "L2", "L3", "L4", "L5", "L5b")]
     names += [f"Y{i}_cnn" for i in range(1, 7)] + ["Y7a_cnn"]
     for name in names:
         png = smoke / f"results/figures/{name}.png"

@@ -86,7 +86,7 @@ def test_fits_figures_and_t2(tiny_workdir: Path) -> None:
     }
     assert fits["loglik"].notna().all() and (fits["w2"] > 0).all()
     assert fits["p0"].between(0, 1).all() and fits["shape_at_bound"].dtype == bool
-    for fig in ("L1", "L2", "L3", "L4", "L5"):
+    for fig in ("L1", "L2", "L3", "L4", "L5", "L5b"):
         assert_drawn_figure(tiny_workdir / f"results/figures/{fig}_mlp.png")
     t2 = pd.read_csv(tiny_workdir / "results/tables/T2.tsv", sep="\t")
     assert set(t2["family"]) == {"norm", "laplace", "gennorm"} and (t2["n"] == 4).all()
@@ -246,7 +246,7 @@ def test_where_a_job_runs_is_no_rerun_trigger(tiny_workdir: Path, config: str) -
 def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
     tiny(tiny_workdir, "--report", "report.zip")
     names = "\n".join(zipfile.ZipFile(tiny_workdir / "report.zip").namelist())
-    for item in ("L1", "L2", "L3", "L4", "L5", "Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7a", "Y7b"):
+    for item in "L1 L2 L3 L4 L5 L5b Y1 Y2 Y3 Y4 Y5 Y6 Y7a Y7b".split():
         assert f"{item}_mlp.png" in names
     for table in ("T1", "T2", "T3", "T4"):
         assert f"{table}.tsv" in names

@@ -56,8 +56,8 @@ class Figure:
 #: a counterpart names the paper's figure by what it shows.
 FIGURES: dict[str, Figure] = {
     "L1": Figure(
-        question="Which law (normal, Laplace, GenNorm) fits a tensor's gradient entries, body "
-        "and flanks?",
+        question="Which law (normal, Laplace or GenNorm) fits the gradient entries, body and "
+        "flanks?",
         counterpart="paper L figure: histograms with fitted densities",
         look_at="the bottom row's flanks: a law whose curve follows the grey histogram further "
         "out models the large entries better; GenNorm's shape between Laplace's tent and the "

@@ -74,14 +74,9 @@ def model_runs_file(wildcards, name):
 
 
 def figure_run_file(wildcards, name):
-    """A file of the run shown in L1/L2 (config figures.lossless_run)."""
+    """A file of the run shown in L1/L2 (config figures.lossless_run; they show its last
+    epoch)."""
     return f"{run_dir(wildcards.model, FIGURES.lossless_run)}/{name}"
-
-
-def figure_epochs():
-    """The early, middle and last epoch shown in L1."""
-    last = LOSSLESS.epochs
-    return sorted({1, (last + 1) // 2, last})
 
 
 def coded_all(model="{model}", run="{run}"):
@@ -90,10 +85,10 @@ def coded_all(model="{model}", run="{run}"):
 
 
 def lossless_targets():
-    """L1-L5 per model, as PNG and PDF, T1 and T2, and every run's dumps and log."""
+    """L1-L5 and L5b per model, as PNG and PDF, T1 and T2, and every run's dumps and log."""
     out = []
     for model in LOSSLESS.models:
-        for fig in ("L1", "L2", "L3", "L4", "L5"):
+        for fig in ("L1", "L2", "L3", "L4", "L5", "L5b"):
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
     out += [f"results/tables/{t}.{ext}" for t in ("T1", "T2") for ext in ("tsv", "md")]
     for model, run in lossless_runs():

@@ -1,4 +1,4 @@
-# Paper L: training with per-epoch gradient dumps, fits, lossless coding, figures L1-L5,
+# Paper L: training with per-epoch gradient dumps, fits, lossless coding, figures L1-L5 (and L5b),
 # tables T1-T2. Each rule runs the script of the same name, which makes one library call.
 
 # Cheap rules that only derive figures and tables from cached artifacts: run in the main
@@ -127,7 +127,7 @@ rule figure_L1:
     input:
         fits=lambda wc: figure_run_file(wc, "fits.tsv"),
         positions=POSITIONS_TSV,
-        dumps=lambda wc: [figure_run_file(wc, f"grads/epoch{e}.safetensors") for e in figure_epochs()],
+        dump=lambda wc: figure_run_file(wc, f"grads/epoch{LOSSLESS.epochs}.safetensors"),
         summary=CIFAR10_SUMMARY,
     output:
         png=report("results/figures/L1_{model}.png", caption="../report/L1.rst", category="Paper L", subcategory="{model}"),
@@ -219,6 +219,8 @@ rule figure_L5:
     output:
         png=report("results/figures/L5_{model}.png", caption="../report/L5.rst", category="Paper L", subcategory="{model}"),
         pdf="results/figures/L5_{model}.pdf",
+        png_b=report("results/figures/L5b_{model}.png", caption="../report/L5b.rst", category="Paper L", subcategory="{model}"),
+        pdf_b="results/figures/L5b_{model}.pdf",
     params:
         coders=L5_CODERS,
     log:

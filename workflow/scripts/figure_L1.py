@@ -2,17 +2,17 @@
 
 from gradcomp.logutil import log_to_file
 from gradcomp.lossless.figures import figure_l1
-from gradcomp.reporting import data_source_label
+from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
 figure_l1(
     sm.input.fits,
     sm.input.positions,
-    list(sm.input.dumps),
+    sm.input.dump,
     sm.output.png,
     model=sm.wildcards.model,
     kind=sm.params.kind,
     bins=sm.params.bins,
-    source=data_source_label(sm.input.summary),
+    source=figure_source_label(sm.input.summary),
 )

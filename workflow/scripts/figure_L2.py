@@ -2,7 +2,7 @@
 
 from gradcomp.logutil import log_to_file
 from gradcomp.lossless.figures import figure_l2
-from gradcomp.reporting import data_source_label
+from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
@@ -14,5 +14,5 @@ figure_l2(
     coding_tsv=sm.input.coding,
     model=sm.wildcards.model,
     kind=sm.params.kind,
-    source=data_source_label(sm.input.summary),
+    source=figure_source_label(sm.input.summary),
 )

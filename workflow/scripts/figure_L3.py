@@ -2,7 +2,7 @@
 
 from gradcomp.logutil import log_to_file
 from gradcomp.lossless.figures import figure_l3
-from gradcomp.reporting import data_source_label
+from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
@@ -11,5 +11,5 @@ figure_l3(
     sm.input.positions,
     sm.output.png,
     model=sm.wildcards.model,
-    source=data_source_label(sm.input.summary),
+    source=figure_source_label(sm.input.summary),
 )

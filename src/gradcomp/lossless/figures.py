@@ -8,13 +8,15 @@ unit), rates in bits per entry.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from gradcomp import plots
+from gradcomp import names
 from gradcomp.artifacts import read_tables
+from gradcomp.figure_catalogue import FIGURES
 from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.positions import read_with_positions
@@ -28,7 +30,7 @@ def _position_tensors(fits: pd.DataFrame) -> dict[str, str]:
 def figure_l1(
     fits_tsv: str | Path,
     positions_tsv: str | Path,
-    dump_paths: Sequence[str | Path],
+    dump_path: str | Path,
     png: str | Path,
     *,
     model: str,
@@ -36,21 +38,16 @@ def figure_l1(
     bins: int,
     source: str = "",
 ) -> None:
-    """L1: histograms with fitted pdfs, for the tensor positions at the dumped epochs given."""
+    """L1: histograms with the fitted laws' densities of the lower, middle and upper tensor
+    at the dump's epoch (the last one by the workflow's choice)."""
     fits = read_with_positions([fits_tsv], [positions_tsv])
-    fits = fits[fits["kind"] == kind]
+    dump = read_dump(dump_path)
+    fits = fits[(fits["kind"] == kind) & (fits["epoch"] == dump.epoch)]
     where = _position_tensors(fits)
-    samples = {}
-    epochs = []
-    for path in dump_paths:
-        dump = read_dump(path)
-        epochs.append(dump.epoch)
-        for position, tensor in where.items():
-            samples[(position, dump.epoch)] = dump.tensors[kind][tensor].numpy().ravel()
-    rows = fits[fits["epoch"].isin(epochs) & fits["position"].isin(list(where))]
+    samples = {p: dump.tensors[kind][t].numpy().ravel() for p, t in where.items()}
     lplots.plot_histograms(
-        samples, rows, bins=bins, png_path=png,
-        title=f"L1 {model}: {kind} gradient entries and ML fits{_source(source)}",
+        samples, fits[fits["position"].isin(list(where))], bins=bins, png_path=png,
+        title=_title("L1", model, f"{names.dump(kind)}, epoch {dump.epoch}{_run(fits)}", source),
     )  # fmt: skip
 
 
@@ -67,8 +64,8 @@ def figure_l2(
 ) -> None:
     """L2: tail probabilities at one epoch (the last one by the workflow's choice); with
     ``coding_tsv`` (the same run's coding table) each panel names the bits per entry of the
-    Huffman code designed from each family (FP8 grid, raw scaling, exact accounting), the
-    shortest marked: what the fit's tail costs."""
+    Huffman code designed from each family (FP8 grid, raw scaling, exact accounting),
+    shortest first: what the fit's tail costs."""
     fits = read_with_positions([fits_tsv], [positions_tsv])
     dump = read_dump(dump_path)
     fits = fits[(fits["kind"] == kind) & (fits["epoch"] == dump.epoch)]
@@ -79,7 +76,7 @@ def figure_l2(
         code_bits = _family_code_bits(coding_tsv, where, kind=kind, epoch=dump.epoch)
     lplots.plot_tails(
         samples, fits[fits["position"] != ""], png_path=png, code_bits=code_bits,
-        title=f"L2 {model}: tail P(|g| > t), epoch {dump.epoch}, {kind}{_source(source)}",
+        title=_title("L2", model, f"{names.dump(kind)}, epoch {dump.epoch}{_run(fits)}", source),
     )  # fmt: skip
 
 
@@ -118,9 +115,8 @@ def figure_l3(
     """L3: trimmed 2-Wasserstein distance versus epoch per family and tensor position."""
     fits = read_with_positions(fits_tsvs, [positions_tsv])
     lplots.plot_metric_by_epoch(
-        fits, metric="w2", ylabel="trimmed W2 (std units)", png_path=png, log_y=True,
-        title=f"L3 {model}: trimmed W2 of each fit (mean ± sd over {fits['run'].nunique()} runs)"
-        f"{_source(source)}",
+        fits, metric="w2", ylabel="trimmed W2 (sd units, log)", png_path=png, log_y=True,
+        title=_title("L3", model, "", source),
     )  # fmt: skip
 
 
@@ -136,52 +132,80 @@ def figure_l4(
     fits = read_with_positions(fits_tsvs, [positions_tsv])
     lplots.plot_gennorm_parameters(
         fits, png_path=png,
-        title=f"L4 {model}: GenNorm beta and scale (mean ± sd over {fits['run'].nunique()} runs)"
-        f"{_source(source)}",
+        title=_title("L4", model, "", source),
     )  # fmt: skip
+
+
+#: Paper L's headline coders, L5's lines: LZ78 and the Huffman codes designed from the
+#: GenNorm and the normal fit.
+PAPER_CODERS = ("lz78", "huffman_gennorm", "huffman_norm")
+#: The coders' reference in L5b: the paper's best code.
+L5B_REFERENCE = "huffman_gennorm"
+#: How a scaling of the entries before the FP8 grid is named in L5's title.
+SCALINGS = {"none": "", "amax": ", each tensor scaled by a power of two"}
 
 
 def figure_l5(
     coding_tsvs: Sequence[str | Path],
     positions_tsv: str | Path,
     png: str | Path,
+    png_b: str | Path | None = None,
     *,
     model: str,
     coders: Mapping[str, str] | None = None,
     source: str = "",
 ) -> None:
-    """L5: compressed size / 8-bit FP8 versus epoch per coder (exact accounting, raw
-    gradient: scaling ``none``, else the first scaling in the tables).
+    """L5 (``png``): the coded size of the FP8-quantized gradient as a fraction of its 8-bit
+    FP8 size versus epoch for paper L's three coders (:data:`PAPER_CODERS`), as paper L's
+    headline figure; L5b (``png_b``, optional): every other coder of ``coders`` beside the
+    GenNorm Huffman code. Exact accounting, raw gradient (scaling ``none``, else the first
+    scaling in the tables).
 
     ``coders``: name -> colour of the lines drawn, in order (the workflow passes the
-    configured coders with ``figure`` set); default the built-ins drawn by default.
+    configured coders with ``figure`` set); default the built-ins drawn by default. The
+    paper's coders are drawn in L5 whether or not ``coders`` names them.
 
-    Panels: the lower, middle and upper tensor and all coded tensors together
-    (bits added over tensors); lines: mean over runs, band: one sd. Each panel's title
-    gives the share of entries the grid rounds to zero and the share it saturates, over
-    its runs and epochs.
+    Panels: all coded tensors together (bits added over tensors), then the lower, middle and
+    upper tensor; lines: bits added over runs (as paper L sums its runs) over their FP8
+    bits. Each panel's title gives the share of entries the grid rounds to zero and the
+    share it saturates, over its runs and epochs.
     """
     if coders is None:
         coders = lplots.CODER_COLORS
+    colours = lplots.coder_colors(list(dict.fromkeys([*coders, *PAPER_CODERS])), coders)
     positions = read_tables([positions_tsv])[["model", "tensor", "position"]]
     # one run's coding.tsv at a time (a paper-scale run's has ~10^6 rows): its lines and
     # the entry counts of the panel titles, for every scaling
-    parts = [_l5_parts(path, positions, list(coders)) for path in coding_tsvs]
+    wanted = list(dict.fromkeys([*PAPER_CODERS, *coders]))
+    parts = [_l5_parts(path, positions, wanted) for path in coding_tsvs]
     lines = pd.concat([p[0] for p in parts], ignore_index=True)
     scaling = "none" if "none" in set(lines["scaling"]) else str(lines["scaling"].iloc[0])
-    data = lines[lines["scaling"] == scaling].drop(columns="scaling")
-    counts = pd.concat([p[1] for p in parts], ignore_index=True)
+    data = lines[lines["scaling"] == scaling]
+    n_runs = data["run"].nunique()
+    data = data.groupby(["position", "epoch", "coder"], as_index=False)[
+        ["total_bits", "numel"]
+    ].sum()
     data["size / FP8"] = data["total_bits"] / (8.0 * data["numel"])
-    data["panel"] = data["position"].map(_range_labels(counts[counts["scaling"] == scaling]))
-    data["line"] = data["coder"].map(lambda c: "bound" if lplots.is_bound(c) else "code")
-    plots.plot_lines(
-        data, x="epoch", y="size / FP8", hue="coder", col="panel", png_path=png,
-        hue_order=[c for c in coders if c in set(data["coder"])], col_wrap=2,
-        palette=dict(coders), style="line", style_order=["code", "bound"], xlabel="epoch",
-        ylabel="coded size / FP8 size",
-        title=f"L5 {model}: lossless coding of FP8-quantized gradients, scaling {scaling} "
-        f"(mean ± sd over {data['run'].nunique()} runs){_source(source)}",
+    data = data.rename(columns={"position": "panel"})
+    counts = pd.concat([p[1] for p in parts], ignore_index=True)
+    titles = _range_labels(counts[counts["scaling"] == scaling])
+    panels = [p for p in ("all tensors", *lplots.POSITIONS) if p in set(data["panel"])]
+    how = (f"bits summed over {n_runs} run{'s' if n_runs != 1 else ''}"
+           f"{SCALINGS.get(scaling, f', scaling {scaling}')}")  # fmt: skip
+    drawn = set(data["coder"])
+    lplots.plot_coded_size(
+        data, coders={c: colours[c] for c in PAPER_CODERS if c in drawn}, panels=panels,
+        panel_titles=titles, png_path=png,
+        title=_title("L5", model, how, source),
     )  # fmt: skip
+    if png_b is not None:
+        others = [c for c in coders if c not in PAPER_CODERS and c in drawn]
+        reference = [L5B_REFERENCE] if L5B_REFERENCE in drawn else []
+        lplots.plot_coded_size(
+            data, coders={c: colours[c] for c in [*reference, *others]}, panels=panels,
+            panel_titles=titles, png_path=png_b,
+            title=_title("L5b", model, how, source),
+        )  # fmt: skip
 
 
 L5_COLUMNS = (
@@ -223,10 +247,25 @@ def _range_labels(counts: pd.DataFrame) -> dict[str, str]:
         numel = rows["numel"].sum()
         zero = (numel - rows["n_nonzero"].sum()) / numel
         saturated = rows["n_saturated"].sum() / numel
-        name = position if position == "all tensors" else f"{position}: {rows['tensor'].iloc[0]}"
+        name = (
+            position
+            if position == "all tensors"
+            else lplots.panel(position, rows["tensor"].iloc[0])
+        )
         labels[position] = f"{name}\n{zero:.2%} round to zero, {saturated:.2%} saturate"
     return labels
 
 
-def _source(source: str) -> str:
-    return f"\n{source}" if source else ""
+def _run(fits: pd.DataFrame) -> str:
+    """The title's ", run r" of the one run ``fits`` holds (nothing for several or none)."""
+    runs = set(fits["run"]) if "run" in fits else set()
+    return f", run {runs.pop()}" if len(runs) == 1 else ""
+
+
+def _title(fid: str, model: str, shown: str, source: str, width: int = 100) -> str:
+    """A figure's title: ``<fid> <model>:`` and its question from the catalogue
+    (:data:`gradcomp.figure_catalogue.FIGURES`), wrapped at ``width`` characters, then what
+    it shows and the data line (:func:`gradcomp.reporting.figure_source_label`), the empty
+    ones left out."""
+    head = textwrap.fill(f"{fid} {model}: {FIGURES[fid].question}", width)
+    return "\n".join(line for line in (head, shown, source) if line)
