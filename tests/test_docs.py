@@ -120,7 +120,12 @@ def test_docs_read_in_an_afternoon() -> None:
 
 @pytest.mark.parametrize("page", [REPO / "README.md", *DOCS], ids=lambda p: p.name)
 def test_no_line_over_120_characters(page: Path) -> None:
-    long = [i + 1 for i, line in enumerate(page.read_text().splitlines()) if len(line) > 120]
+    """Prose and code wrap at 120; a Markdown table row (``|``) or a block marker (``<!--``)
+    cannot wrap and is left out."""
+    long = [
+        i + 1 for i, line in enumerate(page.read_text().splitlines())
+        if len(line) > 120 and not line.startswith(("|", "<!--"))
+    ]  # fmt: skip
     assert long == [], f"{page.name}: lines over 120 characters: {long}"
 
 
