@@ -66,7 +66,7 @@ FAMILY_COLORS = {
     "gennorm": SERIES[2],
     "dweibull": SERIES[5],
 }
-#: The coders L5 draws when ``lossless.coding.coders`` is null (every built-in is coded):
+#: The coders L5 and L5b draw when ``lossless.coding.coders`` is null (every built-in is coded):
 #: the GenNorm code and its rivals, in registry order
 #: (:func:`gradcomp.coding.registry.builtin_specs`).
 L5_CODERS = (
