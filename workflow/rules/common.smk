@@ -237,6 +237,12 @@ def compressor_kept_sets():
     return out
 
 
+def variant_specs():
+    """Variant label -> its checked spec (plain): the paper-Y figures name each variant from
+    it (gradcomp.names.variant), never by its config name."""
+    return {v.label: v.spec.plain() for v in LOSSY.variants}
+
+
 def verdict_questions():
     """The primary questions as plain dicts (gradcomp.lossy.verdicts)."""
     return [dataclasses.asdict(q) for q in LOSSY.verdicts.questions]

@@ -15,12 +15,6 @@ localrules:
     table_verdicts,
 
 
-def variant_specs():
-    """Variant label -> its checked spec (plain): the figures name each variant from it
-    (gradcomp.names.variant), never by its config name."""
-    return {v.label: v.spec.plain() for v in LOSSY.variants}
-
-
 rule warm_start:
     input:
         data=CIFAR10_CACHE,

@@ -12,6 +12,7 @@ variant's look (:mod:`gradcomp.lossy.styles`).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,8 @@ __all__ = [
     "finish",
     "tensor_name",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Y3's unit: accuracy points (percent) per megabit of coded uplink, from accuracy (a
 #: fraction) per bit.
@@ -285,7 +288,7 @@ def figure_y4(
     snapshot: str | Path, png: str | Path, *, tensors: Sequence[str], bins: int, title: str
 ) -> None:
     """Y4: update entries before and after compression for ``tensors`` (user 0, last round;
-    at most :data:`gradcomp.lossy.facets.MAX_PANELS`).
+    the first :data:`gradcomp.lossy.facets.MAX_PANELS`), stacked full-width panels.
 
     "before" shows the entries the compressor kept (its sparsifier's selection), "after"
     their reconstructions. Raises ValueError naming a tensor the snapshot does not hold.
@@ -298,9 +301,12 @@ def figure_y4(
             f"figures.y4.tensors: {missing} not in the update of {snapshot} "
             f"(names look like {', '.join(list(snap['before'])[:4])}, ...)"
         )
+    if len(tensors) > facets.MAX_PANELS:
+        log.warning("Y4 shows the first %d of figures.y4.tensors", facets.MAX_PANELS)
+        tensors = list(tensors)[: facets.MAX_PANELS]
     n = len(tensors)
     # stacked, full width: the bins stay wide enough to see at 700 px
-    fig, axes = facets.grid(n, height=1.5 + 1.9 * n if n <= 3 else 1.5 + 1.9 * -(-n // 2),
+    fig, axes = facets.grid(n, height=1.5 + 2.1 * n if n <= 3 else 1.5 + 2.1 * -(-n // 2),
                             ncols=1 if n <= 3 else 2)  # fmt: skip
     for ax, name in zip(axes, tensors, strict=True):
         kept = snap["kept"][name].numpy().ravel()
@@ -357,7 +363,7 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     colours = assign(quantizers, DISTORTION_STUDY_COLORS)
     Ms = sorted(rd["M"].unique())[: facets.MAX_PANELS]
     rows = -(-len(Ms) // facets.MAX_COLS)
-    fig, axes = facets.grid(len(Ms), height=1.6 + 3.8 * rows, sharex=True, sharey=True)
+    fig, axes = facets.grid(len(Ms), height=1.6 + 4.1 * rows, sharex=True, sharey=True)
     for ax, M in zip(axes, Ms, strict=True):
         for i, q in enumerate(quantizers):
             own = points[(points["quantizer"] == q) & (points["M"] == M)].sort_values("rate_bits")

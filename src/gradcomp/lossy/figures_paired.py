@@ -27,7 +27,14 @@ from gradcomp.lossy import facets
 from gradcomp.lossy.figures import config_order, finish
 from gradcomp.lossy.matched_bits import lower_hull, pareto_front
 from gradcomp.lossy.nested import nested_test, unit_values
-from gradcomp.lossy.styles import GUIDE, curve_name, is_reference, reader_name, variant_styles
+from gradcomp.lossy.styles import (
+    GUIDE,
+    curve_name,
+    is_reference,
+    reader_name,
+    shade,
+    variant_styles,
+)
 from gradcomp.lossy.tables import one_round_data
 from gradcomp.palette import GREYS, MARKERS, SERIES
 
@@ -390,7 +397,7 @@ class Series:
 
     def handle(self) -> Line2D:
         """The series' legend handle."""
-        return Line2D([], [], color=self.color, marker=self.marker, ls=self.linestyle, ms=4)
+        return Line2D([], [], color=self.color, marker=self.marker, ls=self.linestyle, ms=5)
 
 
 def figure_y7(
@@ -486,7 +493,8 @@ class _Y7:
             own = self.members(curve, kept)
             for M in (m for m in Ms if self.series(own, m)):
                 j = Ms.index(M)
-                colour = SERIES[self.kept_index(kept) % len(SERIES)]
+                # the kept set's colour, light to full over M (as every figure shades M)
+                colour = shade(SERIES[self.kept_index(kept) % len(SERIES)], j, len(Ms))
                 many = len(Ms) > 1
                 label = (f"M={M:g}, " if many else "") + kept
                 out.append(Series(label, self.series(own, M), colour, MARKERS[j % len(MARKERS)],
@@ -593,14 +601,14 @@ class _Y7:
         own = self.members(self.base_curve, kept)
         return [p for M in self.Ms(own) for p in self.series(own, M)]
 
-    def draw(self, ax, s: Series, lw: float = 1.3, bars: bool = True) -> list[Point]:
+    def draw(self, ax, s: Series, lw: float = 1.6, bars: bool = True) -> list[Point]:
         """``s``'s configurations: the line joins, in order of bits, those no other of the
         line beats in both bits and mean (:func:`gradcomp.lossy.matched_bits.pareto_front`,
         T5's curve); the beaten ones are hollow, off the line. An interval where there are
         enough units, else each run's value (crosses)."""
         on = pareto_front([float(np.log2(p.bits)) for p in s.points], [p.mean for p in s.points])
         line = [p for p, o in zip(s.points, on, strict=True) if o]
-        size = 4 if bars else 3.5
+        size = 7 if bars else 3.5
         ax.plot([p.bits for p in line], [p.mean for p in line], color=s.color, ls=s.linestyle,
                 lw=lw, marker=s.marker, ms=size, label=s.label)  # fmt: skip
         off = [p for p, o in zip(s.points, on, strict=True) if not o]
@@ -616,7 +624,7 @@ class _Y7:
                             label=s.label)  # fmt: skip
             elif len(p.units) > 1:
                 ax.plot(np.full(len(p.units), p.bits), p.units, ls="none", marker="x",
-                        color=s.color, ms=4, label=s.label)  # fmt: skip
+                        color=s.color, ms=7, mew=1.5, label=s.label)  # fmt: skip
         return list(s.points)
 
     def operational(self, ax) -> dict[str, Any]:

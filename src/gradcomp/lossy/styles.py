@@ -29,6 +29,7 @@ __all__ = [
     "is_reference",
     "legend_outside",
     "reader_name",
+    "shade",
     "variant_styles",
 ]
 
@@ -64,7 +65,7 @@ class Style:
         }  # fmt: skip
 
 
-def _shade(color: str, i: int, n: int) -> str:
+def shade(color: str, i: int, n: int) -> str:
     """The i-th of n shades of ``color``: light (i = 0) to the full colour (i = n - 1)."""
     if n <= 1:
         return color
@@ -179,7 +180,7 @@ def variant_styles(
         else:
             label = f"{name} R{rate}" + (f" M{M}" if len(Ms) > 1 or kind == "lloyd" else "")
         styles[(name, rate, M)] = Style(
-            _shade(base, Ms.index(M), len(Ms)),
+            shade(base, Ms.index(M), len(Ms)),
             _MARKERS[r % len(_MARKERS)],
             _LINES[r % len(_LINES)],
             label,
