@@ -326,7 +326,19 @@ def test_gallery_shows_each_figure_of_the_docs(tmp_path: Path) -> None:
     text = gallery_markdown(DOCS_MANIFEST)
     shown = re.findall(r"\]\(figures/([^)]+)\)", text)
     assert shown == sorted(p.name for p in DOCS_MANIFEST.parent.glob("*.png"))
+    flat = " ".join(text.split())
     for file in shown:
         f = FIGURES[figure_id(file)]
-        assert f.question in text and f.look_at in text and f.counterpart in text
+        assert f.question in flat and f.look_at in flat and f.counterpart in flat
     assert len(shown) <= len(table)
+    assert max(len(line) for line in text.splitlines()) <= 120
+
+
+def test_results_page_holds_the_gallery() -> None:
+    """docs/results.md's generated block ``gallery`` is the docs' manifest's gallery (planted
+    bug: a figure or a catalogue entry changed without the page rewritten)."""
+    page = (REPO / "docs" / "results.md").read_text()
+    block = re.search(
+        r"<!-- generated: gallery .*?-->\n(.*?)\n<!-- end generated: gallery", page, re.S
+    )
+    assert block is not None and block.group(1) == gallery_markdown(DOCS_MANIFEST)

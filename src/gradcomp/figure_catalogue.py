@@ -15,6 +15,8 @@ the manifest.
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,27 +229,40 @@ def write_manifest(
     write_tsv(out, manifest_rows(pngs, identifiers), MANIFEST_COLUMNS)
 
 
-def gallery_markdown(manifest: str | Path, folder: str = "figures") -> str:
-    """The docs' gallery from a manifest (``docs/figures/manifest.tsv``): one entry per
-    figure whose PNG lies beside it, in file order, with its image (``folder/<file>``, the
-    link from the page), the question it answers, its counterpart and what to look at."""
+def gallery_markdown(
+    manifest: str | Path, shown: str | Path | None = None, folder: str = "figures"
+) -> str:
+    """The docs' gallery from a manifest (``results/figures/manifest.tsv`` or its copy in
+    ``docs/figures``): one entry per figure whose PNG lies in ``shown`` (default: beside the
+    manifest), in file order, with its image (``folder/<file>``, the link from the page), the
+    question it answers, its counterpart and what to look at (wrapped at 120 characters)."""
     table = pd.read_csv(manifest, sep="\t", keep_default_na=False)
-    here = Path(manifest).parent
+    here = Path(manifest).parent if shown is None else Path(shown)
     parts = []
     for file in sorted(f for f in table["file"] if (here / f).exists()):
         f = entry(file)
-        parts.append(
-            f"![{figure_id(file)}: {f.question}]({folder}/{file})\n"
-            f"**{Path(file).stem}** ({f.counterpart}). {f.question} **Look at** {f.look_at}"
-        )
+        text = f"**{Path(file).stem}** ({f.counterpart}). {f.question} **Look at** {f.look_at}"
+        lines: list[str] = []
+        for line in textwrap.wrap(text, 120, break_long_words=False, break_on_hyphens=False):
+            if lines and re.match(r"([-+*>#]|\d+[.)])\s", line):  # would open a list or heading
+                lines[-1] += " " + line
+            else:
+                lines.append(line)
+        parts.append("\n".join([f"![{Path(file).stem}]({folder}/{file})", *lines]))
     return "\n\n".join(parts)
+
+
+#: The folder the docs' gallery links to (docs/results.md's ``figures/``), from the folder
+#: the docs' command runs in (the repository's root, as its paths are).
+DOCS_FIGURES = Path("docs/figures")
 
 
 def gallery_block(tables: str | Path) -> str:
     """The docs' generated block ``gallery`` (:mod:`gradcomp.docblocks`): the gallery of the
-    manifest beside the tables folder (``docs/tables`` -> ``docs/figures/manifest.tsv``),
-    the figures whose PNG lies beside it."""
+    manifest beside the tables folder (``results/tables`` -> ``results/figures/manifest.tsv``)
+    for the figures the docs hold (:data:`DOCS_FIGURES`; where that folder is missing, those
+    beside the manifest)."""
     manifest = Path(tables).parent / "figures" / "manifest.tsv"
     if not manifest.exists():
         return f"*Left out: no figures/{manifest.name} beside the tables folder.*"
-    return gallery_markdown(manifest)
+    return gallery_markdown(manifest, DOCS_FIGURES if DOCS_FIGURES.is_dir() else None)
