@@ -55,6 +55,8 @@ def test_a_blocks_number_comes_from_its_table(tmp_path: Path) -> None:
     blocks that quote it change with it; the page is rewritten in place, the rest kept."""
     tables = tmp_path / "tables"
     shutil.copytree(TABLES, tables)
+    (tmp_path / "figures").mkdir()  # the gallery's manifest beside the tables, as in docs/
+    shutil.copy(REPO / "docs" / "figures" / "manifest.tsv", tmp_path / "figures")
     t1 = pd.read_csv(tables / "T1.tsv", sep="\t")
     hit = (t1["model"] == "cnn") & (t1["coder"] == "cm_fast") & (t1["scaling"] == "none")
     hit &= t1["accounting"] == "exact"

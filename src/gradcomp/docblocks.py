@@ -33,7 +33,7 @@ import pandas as pd
 
 from gradcomp.answers import _num
 from gradcomp.artifacts import write_text
-from gradcomp.figure_catalogue import gallery_block
+from gradcomp.figure_catalogue import gallery_block, headline_block
 from gradcomp.names import LAWS, coder
 
 __all__ = ["BLOCKS", "begin", "end", "main", "rewrite", "rewrite_file"]
@@ -371,6 +371,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "costs": block_costs,
     # the figures: docs/figures/manifest.tsv beside the tables folder (gradcomp.figure_catalogue)
     "gallery": gallery_block,
+    "headline": headline_block,
 }
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "entry",
     "figure_id",
     "gallery_block",
+    "headline_block",
     "gallery_markdown",
     "manifest_rows",
     "write_manifest",
@@ -230,16 +231,21 @@ def write_manifest(
 
 
 def gallery_markdown(
-    manifest: str | Path, shown: str | Path | None = None, folder: str = "figures"
+    manifest: str | Path,
+    shown: str | Path | None = None,
+    folder: str = "figures",
+    only: Iterable[str] | None = None,
 ) -> str:
     """The docs' gallery from a manifest (``results/figures/manifest.tsv`` or its copy in
     ``docs/figures``): one entry per figure whose PNG lies in ``shown`` (default: beside the
     manifest), in file order, with its image (``folder/<file>``, the link from the page), the
-    question it answers, its counterpart and what to look at (wrapped at 120 characters)."""
+    question it answers, its counterpart and what to look at (wrapped at 120 characters);
+    ``only``: these PNG names alone, in this order."""
     table = pd.read_csv(manifest, sep="\t", keep_default_na=False)
     here = Path(manifest).parent if shown is None else Path(shown)
+    files = sorted(table["file"]) if only is None else [f for f in only if f in set(table["file"])]
     parts = []
-    for file in sorted(f for f in table["file"] if (here / f).exists()):
+    for file in (f for f in files if (here / f).exists()):
         f = entry(file)
         text = f"**{Path(file).stem}** ({f.counterpart}). {f.question} **Look at** {f.look_at}"
         lines: list[str] = []
@@ -266,3 +272,17 @@ def gallery_block(tables: str | Path) -> str:
     if not manifest.exists():
         return f"*Left out: no figures/{manifest.name} beside the tables folder.*"
     return gallery_markdown(manifest, DOCS_FIGURES if DOCS_FIGURES.is_dir() else None)
+
+
+#: The figures that carry the answers, as the README shows them (its block ``headline``).
+HEADLINE = ("L5_resnet20.png", "L2_cnn.png", "Y7a_cnn.png")
+
+
+def headline_block(tables: str | Path) -> str:
+    """The README's generated block ``headline``: :data:`HEADLINE` from the docs' gallery
+    (:func:`gallery_block`), linked from the repository's root."""
+    manifest = Path(tables).parent / "figures" / "manifest.tsv"
+    if not manifest.exists():
+        return f"*Left out: no figures/{manifest.name} beside the tables folder.*"
+    shown = DOCS_FIGURES if DOCS_FIGURES.is_dir() else None
+    return gallery_markdown(manifest, shown, folder=str(DOCS_FIGURES), only=HEADLINE)
