@@ -240,6 +240,6 @@ def test_the_limit_row_names_the_quantizer_nearest_the_bound_at_most_rates(tmp_p
                  {"model": "zzz", "M": 2, "R": R, "quantizer": "b", "gap_bits": 0.01}]  # fmt: skip
     pd.DataFrame(rows).to_csv(tmp_path / "T6.tsv", sep="\t", index=False)
     row = answers(tmp_path).iloc[0]
-    assert row["this study"] == "a nearest"
+    assert row["this study"] == "nearest: a"
     assert "M=2: a, nearest at 3 of 5 rates, 0.10-0.15 bits above R(D)" in row[NUMBER]
     assert "at M=2, 4 bits b is nearer (0.60 bits)" in row["the evidence against"]

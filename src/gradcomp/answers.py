@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from gradcomp import names
+from gradcomp.lossy.distortion_study import DESIGN_NAMES
 from gradcomp.palette import is_bound
 
 __all__ = [
@@ -385,13 +386,13 @@ def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
         counts = nearest["quantizer"].value_counts()
         name = min(counts.index, key=lambda n: (-counts[n], n))  # a tie: the first name
         own = nearest[nearest["quantizer"] == name]["gap_bits"]
-        winners.append(names.DESIGNS.get(name, name))
+        winners.append(DESIGN_NAMES.get(name, name))
         parts.append(
-            f"M={M:g}: {names.DESIGNS.get(name, name)}, nearest at {len(own)} of "
+            f"M={M:g}: {DESIGN_NAMES.get(name, name)}, nearest at {len(own)} of "
             f"{len(nearest)} rates, {own.min():.2f}-{own.max():.2f} bits above R(D)"
         )
         for _, o in nearest[nearest["quantizer"] != name].iterrows():
-            design = names.DESIGNS.get(o["quantizer"], o["quantizer"])
+            design = DESIGN_NAMES.get(o["quantizer"], o["quantizer"])
             unit = "bit" if o["R"] == 1 else "bits"
             others.append(
                 f"at M={M:g}, {o['R']:g} {unit} {design} is nearer ({o['gap_bits']:.2f} bits)"
@@ -401,7 +402,7 @@ def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
             "question": "(beyond both papers) How near the rate-distortion limit "
             f"({_g('R(D)', 'rd', docs)}) does the best quantizer get, on a real update tensor?",
             "the paper": "",
-            "this study": " / ".join(dict.fromkeys(winners)) + " nearest",
+            "this study": "nearest: " + " / ".join(dict.fromkeys(winners)),
             NUMBER: "; ".join(parts) + " (one tensor, no interval)",
             "the evidence against": "; ".join(others[:2]) or "none: nearest at every rate",
             "from": names.TABLES["T6"],

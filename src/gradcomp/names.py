@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
-    "CODERS", "DESIGNS", "DUMPS", "LAWS", "POSITIONS", "TABLES", "coder", "dump", "kind",
+    "CODERS", "DUMPS", "LAWS", "POSITIONS", "TABLES", "coder", "dump", "kind",
     "kind_titles", "law",
     "method", "variant",
 ]  # fmt: skip
@@ -57,18 +57,6 @@ _FAMILY_CODERS = {
 
 #: Which gradient a lossless dump holds (``figures.lossless_kind``).
 DUMPS = {"epoch_avg": "epoch-averaged gradient", "last_batch": "last batch's gradient"}
-
-#: The quantizer designs of the distortion study (Y5, T6), by their labels there.
-DESIGNS = {
-    "uniform": "uniform",
-    "lloyd gennorm (same M)": "GenNorm Lloyd",
-    "lloyd gennorm, survivors fit": "GenNorm Lloyd, fit to the kept values",
-    "lloyd gauss (M0)": "normal Lloyd M=0",
-    "k-means (same M)": "weighted k-means",
-    "ecsq gennorm (same M)": "entropy-constrained (GenNorm fit)",
-    "ecsq data (same M)": "entropy-constrained (data)",
-    "gaussian channel": "Gaussian channel",
-}
 
 #: Where a fitted tensor sits in the model (:data:`gradcomp.lossless.positions.POSITIONS`).
 POSITIONS = {"lower": "first layers", "middle": "middle layers", "upper": "last layers"}

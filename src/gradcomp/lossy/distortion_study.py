@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 from threadpoolctl import threadpool_limits
 
+from gradcomp import names
 from gradcomp.artifacts import write_tsv
 from gradcomp.coding.pmf import entropy_bits
 from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
@@ -49,10 +50,26 @@ from gradcomp.reporting import write_table
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BOUND", "distortion_study", "distortion_table", "kept_entries", "table_t6"]
+__all__ = [
+    "BOUND", "DESIGN_NAMES", "distortion_study", "distortion_table", "kept_entries", "table_t6",
+]  # fmt: skip
 
 BOUND = "bound (GenNorm of the update, |g| >= tau)"
 COLUMNS = ("M", "quantizer", "rate_bits", "coded_bits", "distortion", "gap_bits", "gap_db")
+
+
+#: Each design's label (T6's ``quantizer``, :func:`study_quantizers`' keys) as a reader
+#: names it (Y5, the answers).
+DESIGN_NAMES = {
+    "uniform": "uniform",
+    "lloyd gennorm (same M)": f"{names.law('gennorm')} Lloyd, same M",
+    "lloyd gennorm, survivors fit": f"{names.law('gennorm')} Lloyd, fitted to the kept values",
+    "ecsq gennorm (same M)": f"{names.law('gennorm')} {names.kind('ecsq')}, same M",
+    "ecsq data (same M)": f"{names.kind('ecsq_data')}, same M",
+    "k-means (same M)": f"{names.kind('kmeans')}, same M",
+    "lloyd gauss (M0)": f"{names.law('norm')} Lloyd M=0",
+    "gaussian channel": f"{names.kind('gaussian_channel')} (nominal rate)",
+}
 
 
 def study_quantizers(rate: int, M: float, *, seed: int = 0, slip: bool = False):

@@ -26,7 +26,7 @@ from matplotlib.ticker import MaxNLocator
 
 from gradcomp import names, plots
 from gradcomp.lossy import facets
-from gradcomp.lossy.distortion_study import BOUND
+from gradcomp.lossy.distortion_study import BOUND, DESIGN_NAMES
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.lossy.styles import GUIDE, curve_name, is_reference, reader_name, variant_styles
@@ -335,14 +335,7 @@ def figure_y4(
 #: Y5's quantizers (:func:`gradcomp.lossy.distortion_study.study_quantizers`) and its bound,
 #: as a reader names them.
 Y5_NAMES = {
-    "uniform": "uniform",
-    "lloyd gennorm (same M)": f"{names.law('gennorm')} Lloyd, same M",
-    "lloyd gennorm, survivors fit": f"{names.law('gennorm')} Lloyd, fitted to the kept values",
-    "ecsq gennorm (same M)": f"{names.law('gennorm')} {names.kind('ecsq')}, same M",
-    "ecsq data (same M)": f"{names.kind('ecsq_data')}, same M",
-    "k-means (same M)": f"{names.kind('kmeans')}, same M",
-    "lloyd gauss (M0)": f"{names.law('norm')} Lloyd M=0",
-    "gaussian channel": f"{names.kind('gaussian_channel')} (nominal rate)",
+    **DESIGN_NAMES,
     BOUND: f"bound: R(D) of the fitted {names.law('gennorm')}",
 }
 
