@@ -119,7 +119,7 @@ FIGURES: dict[str, Figure] = {
     "Y3": Figure(
         question="How many accuracy points does a megabit of coded uplink buy under each "
         "compressor, round by round?",
-        counterpart="paper Y's per-bit accuracy (defined there; no figure of it)",
+        counterpart="paper Y figure of merit: the per-bit accuracy (no figure of it available)",
         look_at="how far each compressor's lines sit above the top-K float32 line (how many "
         "more accuracy points a megabit buys than sending the kept values as float32) and how "
         "the lines fall as the rounds add bits.",
