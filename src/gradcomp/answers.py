@@ -41,6 +41,7 @@ __all__ = [
     "answers",
     "answers_markdown",
     "check_agreement",
+    "decided",
     "markdown_of",
     "with_answers",
 ]
@@ -226,7 +227,10 @@ PAPER_Y = [
 _OPPOSITE = {"better": "worse", "worse": "better"}
 
 
-def _shown(r: Mapping[str, Any]) -> str:
+def decided(r: Mapping[str, Any]) -> str:
+    """A verdict row's loss difference with the interval its word is decided on
+    (``decided_lo`` / ``decided_hi``), each end on its true side of 0 and the margin:
+    ``"+0.122 [+0.008, +0.235] nats"``."""
     m = float(r["margin"])
     return (
         f"{_num(r['loss_diff_mean'])} [{_end(r['decided_lo'], m)}, {_end(r['decided_hi'], m)}] nats"
@@ -272,7 +276,7 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
         opposite = same[same["verdict"] != r["verdict"]]
     if not opposite.empty:
         o = opposite.loc[opposite["loss_diff_mean"].abs().idxmax()]
-        found.append(f"{o['verdict']} for {o['test_name']}: {_shown(o)}")
+        found.append(f"{o['verdict']} for {o['test_name']}: {decided(o)}")
     if r["match"] != "exact" and r["M"] > 0 and r["reference"] != r["test_curve"]:
         m0 = table[
             (table["test_point"] == r["test_point"])
@@ -282,7 +286,7 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
         if not m0.empty and m0.iloc[0]["verdict"] != "better":
             o = m0.iloc[0]
             found.append(
-                f"M={r['M']:g} against M=0 is {o['verdict']} ({_shown(o)}): the "
+                f"M={r['M']:g} against M=0 is {o['verdict']} ({decided(o)}): the "
                 "weighting is not shown to be what wins"
             )
     if r["match"] == "exact":
@@ -319,7 +323,7 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
         if found.empty:
             continue
         r = found.iloc[0].to_dict()
-        number = f"{_shown(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points"
+        number = f"{decided(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points"
         if r["match"] == "exact":
             saved = FLOAT32_BITS - r["bits_per_entry"]
             number += (
@@ -347,7 +351,7 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
             "at the same bits?",
             "the paper": "",
             "this study": r["verdict"] + _why(r),
-            NUMBER: f"{_shown(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points "
+            NUMBER: f"{decided(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points "
             f"at the same {r['bits_per_entry']:.2f} bits per entry",
             "the evidence against": _against(r, table, t5),
             "from": f"{names.TABLES['verdicts']} ({r['family']})",

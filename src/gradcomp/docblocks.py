@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradcomp.answers import _num
+from gradcomp.answers import _num, decided
 from gradcomp.artifacts import write_text
 from gradcomp.figure_catalogue import gallery_block, headline_block
 from gradcomp.names import LAWS, coder
@@ -194,11 +194,12 @@ def block_verdicts(tables: Path) -> str:
     parts = []
     for family, t in v.groupby("family", sort=False):
         rows = [[_short(r.question), f"{r.bits_per_entry:.2f}",
-                 _ci(r.loss_diff_mean, r.loss_diff_lo, r.loss_diff_hi), f"{r.min_detectable:.3g}",
+                 decided(r._asdict()).removesuffix(" nats"), f"{r.min_detectable:.3g}",
                  f"**{r.verdict}**" if r.verdict != "undecided" else r.verdict]
                 for r in t.itertuples()]  # fmt: skip
         parts.append(f"**{family}** ({len(t)} questions):\n\n" + _table(
-            ["question", "bits/entry", "loss diff., nats", "detectable", "verdict"], rows
+            ["question", "bits/entry", "loss diff. [decided interval], nats", "detectable",
+             "verdict"], rows
         ))  # fmt: skip
     return "\n\n".join(parts)
 
@@ -225,7 +226,7 @@ def _row(v: pd.DataFrame, question: str) -> pd.Series | None:
 
 
 def _says(r: pd.Series) -> str:
-    said = f"{r['verdict']} ({_ci(r['loss_diff_mean'], r['loss_diff_lo'], r['loss_diff_hi'])} nats"
+    said = f"{r['verdict']} ({decided(r)}"
     said += f", {100 * r['acc_diff_mean']:+.1f} accuracy points"
     if r["verdict"] == "undecided":
         said += f"; the design detects {r['min_detectable']:.3f}"
