@@ -34,6 +34,7 @@ import pandas as pd
 from gradcomp.answers import _num, decided
 from gradcomp.artifacts import write_text
 from gradcomp.figure_catalogue import gallery_block, headline_block
+from gradcomp.lossy.distortion_study import DESIGN_NAMES
 from gradcomp.names import LAWS, coder
 
 __all__ = ["BLOCKS", "begin", "end", "main", "rewrite", "rewrite_file"]
@@ -283,7 +284,7 @@ def block_limit(tables: Path) -> str:
     rows = [
         [f"{M:g}", f"{R:g}", *(f"{gap.loc[(M, R), n]:.2f}" for n in names)] for M, R in gap.index
     ]
-    header = ["M", "R", *(n.replace(" (same M)", "") for n in names)]
+    header = ["M", "R", *(DESIGN_NAMES.get(n, n) for n in names)]
     return _table(header, rows).replace("| nan ", "| - ")
 
 
