@@ -78,8 +78,13 @@ class NestedTest:
         ``(1 - level) / 2``); NaN without a standard error."""
         if not (np.isfinite(self.mean) and np.isfinite(self.se) and self.df >= 1):
             return (np.nan, np.nan)
-        half = float(scipy.stats.t.ppf(0.5 + level / 2, self.df)) * self.se
+        half = _half_width(self.se, self.df, level)
         return (self.mean - half, self.mean + half)
+
+
+def _half_width(se: float, df: int, level: float) -> float:
+    """Half the two-sided Student-t interval at ``level``."""
+    return float(scipy.stats.t.ppf(0.5 + level / 2, df)) * se
 
 
 def nested_test(values, warm_starts, level: float = 0.95) -> NestedTest:
@@ -96,7 +101,7 @@ def nested_test(values, warm_starts, level: float = 0.95) -> NestedTest:
     if n < 2:
         return NestedTest(mean, np.nan, np.nan, np.nan, np.nan, 0, n, design)
     se = float(u.std(ddof=1) / np.sqrt(n))
-    half = float(scipy.stats.t.ppf(0.5 + level / 2, n - 1)) * se
+    half = _half_width(se, n - 1, level)
     if se == 0:
         p = 1.0 if mean == 0 else 0.0
     else:

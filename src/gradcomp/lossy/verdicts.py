@@ -344,8 +344,9 @@ def verdicts_from_points(
     ]
     table["test_curve"] = [curves.get(t, t) for t in table["test"]]
     table["test_name"] = [(names or {}).get(p, p) for p in table["test_point"]]
-    table["reference_name"] = [_reference_name(r, names or {}) for r in table.to_dict("records")]
-    decided = [decided_interval(r, alpha) for r in table.to_dict("records")]
+    records = table.to_dict("records")
+    table["reference_name"] = [_reference_name(r, names or {}) for r in records]
+    decided = [decided_interval(r, alpha) for r in records]
     table["decided_lo"] = [d[0] for d in decided]
     table["decided_hi"] = [d[1] for d in decided]
     return table.drop(columns="_test")
