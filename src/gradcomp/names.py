@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
-    "CODERS", "DUMPS", "LAWS", "POSITIONS", "TABLES", "coder", "dump", "kind",
-    "kind_titles", "law",
-    "method", "variant",
+    "CODERS", "DUMPS", "LAWS", "POSITIONS", "TABLES", "coder", "dump", "kind", "kind_titles",
+    "law", "method", "variant",
 ]  # fmt: skip
 
 #: Fitted laws (``lossless.fit.families``, a Lloyd quantizer's ``family``).
