@@ -70,8 +70,8 @@ def _end(x: float, margin: float) -> str:
     ±``margin`` (an end just below 0 never reads as 0)."""
     if not np.isfinite(x):
         return _num(x)
-    for digits in range(3, 10):
-        text = f"{x:+.{digits}f}" if abs(x) >= 0.001 or digits > 3 else f"{x:+.4f}"
+    for digits in range(3 if abs(x) >= 0.001 else 4, 10):
+        text = f"{x:+.{digits}f}"
         shown = float(text)
         if all(np.sign(shown - c) == np.sign(x - c) for c in (0.0, margin, -margin)):
             return text
@@ -88,11 +88,8 @@ def _by_model(values: Mapping[str, str]) -> str:
 
 
 def _fit_rows(t2: pd.DataFrame, docs: str) -> list[dict[str, str]]:
-    avg = (
-        t2[t2["kind"] == t2["kind"].iloc[0]]
-        if "epoch_avg" not in set(t2["kind"])
-        else (t2[t2["kind"] == "epoch_avg"])
-    )
+    kind = "epoch_avg" if "epoch_avg" in set(t2["kind"]) else t2["kind"].iloc[0]
+    avg = t2[t2["kind"] == kind]
     tail = avg.pivot_table(
         index=["model", "position"], columns="family", values="tail_log10_err_mean"
     )
