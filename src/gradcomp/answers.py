@@ -247,10 +247,6 @@ def _why(r: Mapping[str, Any]) -> str:
     )
 
 
-def _other(r: Mapping[str, Any]) -> str:
-    return f"{r['test_name']} against {r['reference_name']}"
-
-
 def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None) -> str:
     """The strongest contrary finding (module doc), by rule: the same test curve against the
     same reference at another rate or kept set with the opposite word (else a word that is
@@ -311,6 +307,32 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
     return "; ".join(found[:3]) if found else "none found in the verdicts"
 
 
+def _verdict_row(
+    question: str, paper: str, r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None
+) -> dict[str, str]:
+    """One question's row from its verdict: the word (and why, where undecided), the loss
+    difference with its decided interval and the accuracy, at the bits it spends (against
+    float32: the bits saved and the accuracy per bit), and the evidence against it."""
+    number = f"{decided(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points"
+    if r["match"] == "exact":
+        saved = FLOAT32_BITS - r["bits_per_entry"]
+        number += (
+            f" for {saved:.1f} fewer bits per entry than float32 "
+            f"({r['bits_per_entry']:.2f} against {FLOAT32_BITS}): "
+            f"{100 * -r['acc_diff_mean'] / saved:.3f} points per bit per entry"
+        )
+    else:
+        number += f" at the same {r['bits_per_entry']:.2f} bits per entry"
+    return {
+        "question": question,
+        "the paper": paper,
+        "this study": r["verdict"] + _why(r),
+        NUMBER: number,
+        "the evidence against": _against(r, table, t5),
+        "from": f"{names.TABLES['verdicts']} ({r['family']})",
+    }
+
+
 def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[str, str]]:
     if table is None or table.empty or "decided_lo" not in table:
         return []
@@ -319,40 +341,13 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
         found = table[table["question"] == label]
         if found.empty:
             continue
-        r = found.iloc[0].to_dict()
-        number = f"{decided(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points"
-        if r["match"] == "exact":
-            saved = FLOAT32_BITS - r["bits_per_entry"]
-            number += (
-                f" for {saved:.1f} fewer bits per entry than float32 "
-                f"({r['bits_per_entry']:.2f} against {FLOAT32_BITS}): "
-                f"{100 * -r['acc_diff_mean'] / saved:.3f} points per bit per entry"
-            )
-        else:
-            number += f" at the same {r['bits_per_entry']:.2f} bits per entry"
-        rows.append(
-            {
-                "question": question,
-                "the paper": paper,
-                "this study": r["verdict"] + _why(r),
-                NUMBER: number,
-                "the evidence against": _against(r, table, t5),
-                "from": f"{names.TABLES['verdicts']} ({r['family']})",
-            }
-        )
+        rows.append(_verdict_row(question, paper, found.iloc[0].to_dict(), table, t5))
     paper_families = set(table[table["question"].isin([q for *_, q in PAPER_Y])]["family"])
     beyond = table[~table["family"].isin([*paper_families, "field"])]
     for _, r in beyond.iterrows():
-        rows.append({
-            "question": f"(beyond both papers) Does {r['test_name']} beat {r['reference_name']} "
-            "at the same bits?",
-            "the paper": "",
-            "this study": r["verdict"] + _why(r),
-            NUMBER: f"{decided(r)} of test loss, {100 * r['acc_diff_mean']:+.1f} accuracy points "
-            f"at the same {r['bits_per_entry']:.2f} bits per entry",
-            "the evidence against": _against(r, table, t5),
-            "from": f"{names.TABLES['verdicts']} ({r['family']})",
-        })  # fmt: skip
+        question = (f"(beyond both papers) Does {r['test_name']} beat {r['reference_name']} at "
+                    "the same bits?")  # fmt: skip
+        rows.append(_verdict_row(question, "", r.to_dict(), table, t5))
     field = table[table["family"] == "field"]
     if not field.empty:
         words = [f"{r['test_name']}: {r['verdict']}" for _, r in field.iterrows()]
