@@ -15,17 +15,14 @@ import pandas as pd
 import pytest
 
 from gradcomp.answers import (
-    BEGIN,
-    END,
     NUMBER,
     PAPER_Y,
     answers,
     answers_markdown,
     check_agreement,
-    main,
     markdown_of,
-    with_answers,
 )
+from gradcomp.docblocks import begin, end
 from gradcomp.lossy.verdict_simulation import default_scenario, replicate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,9 +32,10 @@ MARGIN = 0.004
 def test_the_readme_block_is_the_default_runs_answers():
     """Planted bug: a number edited by hand in the README (the block then differs)."""
     readme = (REPO / "README.md").read_text()
-    block = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    opening = begin("answers", "README.md")
+    block = readme.split(opening, 1)[1].split(end("answers"), 1)[0].strip("\n")
     assert block == markdown_of(REPO / "docs/tables").strip("\n")
-    assert readme[: readme.index(BEGIN)].count("\n") < 40  # the answers on the first screen
+    assert readme[: readme.index(opening)].count("\n") < 40  # the answers on the first screen
 
 
 def t1(gennorm: float, norm: float, cm: float, entropy: float) -> pd.DataFrame:
@@ -65,8 +63,9 @@ def test_paper_l_words_follow_t1(tmp_path, bits, huffman, shortest):
     assert table.iloc[0]["this study"] == huffman
     assert table.iloc[1]["this study"].startswith(shortest)
     gap = bits[0] - bits[3]
-    assert f"{gap:.2f}-{gap:.2f} bits per entry above the i.i.d. entropy" in (
-        table.iloc[1]["the evidence against"]
+    assert (
+        f"{gap:.2f}-{gap:.2f} bits per entry above the i.i.d. entropy"
+        in (table.iloc[1]["the evidence against"])
     )
     if huffman == "reproduced":
         assert "5.60 against 5.70" in table.iloc[0][NUMBER]
@@ -121,15 +120,24 @@ def test_paper_y_claims_carry_the_contrary_verdicts(tmp_path):
                     match="exact", reference="exact", M=0, acc_diff_mean=-0.026),
     ]  # fmt: skip
     pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
-    t5 = [{"model": "cnn", "curve": c, "M": 2, "baseline": b, "bd_rate_mean": 40.0,
-           "verdict": "more bits"} for c, b in (("gennorm", "uniform"), ("gennorm", "other"))]
+    t5 = [
+        {
+            "model": "cnn",
+            "curve": c,
+            "M": 2,
+            "baseline": b,
+            "bd_rate_mean": 40.0,
+            "verdict": "more bits",
+        }
+        for c, b in (("gennorm", "uniform"), ("gennorm", "other"))
+    ]
     pd.DataFrame(t5).to_csv(tmp_path / "T5.tsv", sep="\t", index=False)  # fmt: skip
     table = answers(tmp_path).set_index("question")
     claim = table.loc[PAPER_Y[4][0]]
     assert claim["the evidence against"].count("BD-rate +40%") == 1  # against uniform only
     assert claim["this study"] == "better"
-    assert "worse for gennormk10 name: +0.027 [+0.010, +0.040] nats" in (
-        claim["the evidence against"]
+    assert (
+        "worse for gennormk10 name: +0.027 [+0.010, +0.040] nats" in (claim["the evidence against"])
     )
     assert "M=2 against M=0 is undecided" in claim["the evidence against"]
     m_row = table.loc[PAPER_Y[7][0]]
@@ -213,15 +221,7 @@ def test_the_unadjusted_interval_is_refused(simulated):
         check_agreement(table)  # the real columns: never refused
 
 
-def test_with_answers_replaces_the_block_and_names_a_missing_marker(tmp_path):
-    text = f"# x\n\n{BEGIN}\nold\n{END}\ntail\n"
-    assert with_answers(text, "new\n") == f"# x\n\n{BEGIN}\nnew\n{END}\ntail\n"
-    with pytest.raises(ValueError, match="end of answers"):
-        with_answers(f"{BEGIN}\n", "new\n")
-    readme = tmp_path / "README.md"
-    readme.write_text(text)
-    main([str(REPO / "docs/tables"), str(readme)])
-    assert "| question | the paper |" in readme.read_text()
+def test_no_table_gives_the_header_alone(tmp_path):
     page = answers_markdown(answers(tmp_path / "none"))
     assert sum(line.startswith("|") for line in page.splitlines()) == 2  # header only
 

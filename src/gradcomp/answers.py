@@ -10,10 +10,9 @@ agree on sight; :func:`check_agreement` refuses a table where they would not. Na
 readers' names (:mod:`gradcomp.names`).
 
 The workflow writes it as ``results/tables/answers.md``; the README carries the default
-run's copy between two markers, which ``python -m gradcomp.answers TABLES README.md``
-rewrites (a test checks that the README's block is what this module makes of
-``docs/tables``). A question whose table or row is missing (another config) is left out,
-never guessed.
+run's copy as the generated block ``answers`` (:mod:`gradcomp.docblocks`, whose test holds
+it to what this module makes of ``docs/tables``). A question whose table or row is missing
+(another config) is left out, never guessed.
 
 >>> answers("no/such/folder").empty
 True
@@ -21,9 +20,8 @@ True
 
 from __future__ import annotations
 
-import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +33,14 @@ from gradcomp.lossy.distortion_study import DESIGN_NAMES
 from gradcomp.palette import is_bound
 
 __all__ = [
-    "BEGIN",
     "COLUMNS",
-    "END",
     "answers",
     "answers_markdown",
     "check_agreement",
     "decided",
     "markdown_of",
-    "with_answers",
 ]
 
-BEGIN = (
-    "<!-- answers: written by gradcomp.answers from results/tables (the workflow's "
-    "answers.md); python -m gradcomp.answers results/tables README.md rewrites this block -->"
-)
-END = "<!-- end of answers -->"
 NUMBER = "the number [interval the word is decided on]"
 COLUMNS = ("question", "the paper", "this study", NUMBER, "the evidence against", "from")
 #: Bits per entry of sending every entry as float32.
@@ -484,27 +474,3 @@ def markdown_of(tables: str | Path, docs: str = "docs/") -> str:
     if verdicts is not None and "margin" in verdicts and not verdicts.empty:
         margin = float(verdicts["margin"].iloc[0])
     return answers_markdown(answers(tables, docs), docs, margin)
-
-
-def with_answers(readme: str, table_md: str) -> str:
-    """``readme`` with the block between :data:`BEGIN` and :data:`END` replaced by
-    ``table_md``; ValueError naming the marker that is missing."""
-    for marker in (BEGIN, END):
-        if marker not in readme:
-            raise ValueError(f"the README has no marker {marker!r}")
-    head, rest = readme.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{table_md}{END}{tail}"
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m gradcomp.answers TABLES README``: rewrite the README's answers block."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        raise SystemExit("usage: python -m gradcomp.answers TABLES_FOLDER README.md")
-    readme = Path(args[1])
-    readme.write_text(with_answers(readme.read_text(), markdown_of(args[0])))
-
-
-if __name__ == "__main__":
-    main()

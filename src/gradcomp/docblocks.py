@@ -11,8 +11,8 @@ A block is the text between two markers in a Markdown page::
 Markdown, reading the TSVs it needs (``T1.tsv``, ``verdicts.tsv``, ...). A block whose
 table is missing says so in one line, never guesses. ``python -m gradcomp.docblocks TABLES
 FILE [FILE ...]`` rewrites every block of every FILE (atomically); a block name that is not
-registered is a ValueError naming the file and the name. The README's answers table has
-markers of its own (:mod:`gradcomp.answers`).
+registered is a ValueError naming the file and the name. The README's answers table is the
+block ``answers`` (:func:`gradcomp.answers.markdown_of`).
 
 >>> page = "Runs: " + begin("demo", "p.md") + "\\nstale\\n" + end("demo") + " done."
 >>> print(rewrite(page, Path("."), {"demo": lambda tables: "fresh"}, "p.md"))
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradcomp.answers import _num, decided
+from gradcomp.answers import _num, decided, markdown_of
 from gradcomp.artifacts import write_text
 from gradcomp.figure_catalogue import gallery_block, headline_block
 from gradcomp.lossy.distortion_study import DESIGN_NAMES
@@ -358,6 +358,7 @@ def block_costs(tables: Path) -> str:
 
 #: every block a page may hold: name -> function of the tables folder
 BLOCKS: dict[str, Callable[[Path], str]] = {
+    "answers": markdown_of,  # the README's table, its glossary links from the repository root
     "runs": block_runs,
     "fits": block_fits,
     "huffman": block_huffman,
