@@ -1,5 +1,5 @@
 """The interval a verdict is decided on (``decided_lo`` / ``decided_hi`` of verdicts.tsv,
-:func:`gradcomp.lossy.verdicts.decided_interval`) agrees with its word on sight: better
+:func:`gradcomp.lossy.nested.decided_interval`) agrees with its word on sight: better
 below 0, worse above 0, equivalent inside the margin, undecided holding 0 and reaching past
 the margin. Checked on simulated studies with every verdict (the known-truth simulation of
 :mod:`gradcomp.lossy.verdict_simulation`, at no difference, at 1.5 margins and at 6 margins),

@@ -24,7 +24,9 @@ t_{power}) se`` is off by several percent).
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -36,6 +38,7 @@ __all__ = [
     "NestedTest",
     "bounded_test",
     "decide",
+    "decided_interval",
     "min_detectable",
     "nested_test",
     "tost_p",
@@ -326,3 +329,33 @@ def decide(mean: float, p_holm: float, tost_holm: float, alpha: float) -> str:
     if np.isfinite(p_holm) and p_holm < alpha:
         return "better" if mean < 0 else "worse"
     return "undecided"
+
+
+def _adjusted_level(p: float, p_holm: float, alpha: float) -> float:
+    """The level a raw p-value is held to after Holm: ``alpha * p / p_holm`` (``p < level``
+    exactly when ``p_holm < alpha``)."""
+    if not (np.isfinite(p) and np.isfinite(p_holm)):
+        return np.nan
+    return alpha if p_holm == 0 else alpha * p / p_holm
+
+
+def decided_interval(row: Mapping[str, Any], alpha: float) -> tuple[float, float]:
+    """The interval the row's verdict (:func:`decide`) is decided on, at the family's
+    Holm-adjusted level (:func:`_adjusted_level`): for better / worse the two-sided interval
+    at ``1 - level`` (it excludes 0), for equivalent the TOST interval at ``1 - 2 level``
+    (inside the margin), for undecided the hull of both (it holds 0 and reaches past the
+    margin). ``row`` holds the test object under ``_test``; NaN where the test has no
+    interval."""
+    test, verdict = row["_test"], row["verdict"]
+    diff = _adjusted_level(row["p"], row["p_holm"], alpha)
+    equiv = _adjusted_level(row["tost_p"], row["tost_p_holm"], alpha)
+    two_sided = test.interval(1 - diff) if np.isfinite(diff) else (np.nan, np.nan)
+    tost = test.interval(1 - 2 * equiv) if np.isfinite(equiv) else (np.nan, np.nan)
+    if verdict == "equivalent":
+        return tost
+    if verdict in ("better", "worse"):
+        return two_sided
+    ends = [e for e in (two_sided, tost) if np.isfinite(e).all()]
+    if not ends:
+        return (np.nan, np.nan)
+    return (min(e[0] for e in ends), max(e[1] for e in ends))

@@ -58,11 +58,11 @@ from gradcomp.lossy.matched_bits import (
     pareto_front,
 )
 from gradcomp.lossy.max_contrast import MaxContrastTest, max_contrast_test
-from gradcomp.lossy.nested import bounded_test, decide, variance_components
+from gradcomp.lossy.nested import bounded_test, decide, decided_interval, variance_components
 from gradcomp.lossy.paired import holm, seed_means
 
-__all__ = ["POINT_COLUMNS", "decided_interval", "question_label", "table_verdicts",
-           "verdicts_from_points", "verdicts_table"]  # fmt: skip
+__all__ = ["POINT_COLUMNS", "question_label", "table_verdicts", "verdicts_from_points",
+           "verdicts_table"]  # fmt: skip
 
 #: The columns a verdict needs per variant and trajectory (:func:`verdicts_from_points`).
 POINT_COLUMNS = ("model", "compressor", "rate", "M", "warm_start", "seed", "bits_per_entry",
@@ -361,35 +361,6 @@ def _reference_name(row: Mapping[str, Any], names: Mapping[str, str]) -> str:
     if row["match"] == "kept_set":
         return f"{method} on the same kept set"
     return f"{method} at its best kept set"
-
-
-def _adjusted_level(p: float, p_holm: float, alpha: float) -> float:
-    """The level a raw p-value is held to after Holm: ``alpha * p / p_holm`` (``p < level``
-    exactly when ``p_holm < alpha``)."""
-    if not (np.isfinite(p) and np.isfinite(p_holm)):
-        return np.nan
-    return alpha if p_holm == 0 else alpha * p / p_holm
-
-
-def decided_interval(row: Mapping[str, Any], alpha: float) -> tuple[float, float]:
-    """The interval the row's verdict is decided on, at the family's Holm-adjusted level
-    (:func:`_adjusted_level`): for better / worse the two-sided interval at ``1 - level``
-    (it excludes 0), for equivalent the TOST interval at ``1 - 2 level`` (inside the margin),
-    for undecided the hull of both (it holds 0 and reaches past the margin). ``row`` holds
-    the test object under ``_test``; NaN where the test has no interval."""
-    test, verdict = row["_test"], row["verdict"]
-    diff = _adjusted_level(row["p"], row["p_holm"], alpha)
-    equiv = _adjusted_level(row["tost_p"], row["tost_p_holm"], alpha)
-    two_sided = test.interval(1 - diff) if np.isfinite(diff) else (np.nan, np.nan)
-    tost = test.interval(1 - 2 * equiv) if np.isfinite(equiv) else (np.nan, np.nan)
-    if verdict == "equivalent":
-        return tost
-    if verdict in ("better", "worse"):
-        return two_sided
-    ends = [e for e in (two_sided, tost) if np.isfinite(e).all()]
-    if not ends:
-        return (np.nan, np.nan)
-    return (min(e[0] for e in ends), max(e[1] for e in ends))
 
 
 def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
