@@ -19,7 +19,7 @@ import yaml  # noqa: E402
 from conftest import REPO  # noqa: E402
 from gradcomp import figure_standard as fs  # noqa: E402
 from gradcomp.compression.entries import entry_kind  # noqa: E402
-from gradcomp.lossy import facets, figures, figures_paired  # noqa: E402
+from gradcomp.lossy import facets, figure_m, figures, figures_paired  # noqa: E402
 from gradcomp.lossy.matched_bits import kept_set_of  # noqa: E402
 from gradcomp.study.lossy import compressor_variants  # noqa: E402
 
@@ -333,8 +333,11 @@ def test_paper_scale_figures_are_bounded(tmp_path) -> None:
         tables, quantizers, {p: out / f"Y7{p}.png" for p in "abc"}, model="cnn",
         kept_sets=kept, baseline="uniform", curves=curves, specs=specs,
     )  # fmt: skip
+    figure_m.figure_y8(tables, quantizers, out / "Y8.png", title="Y8 cnn: question?",
+                       specs=specs, kept_sets=kept, baseline="uniform", curves=curves)  # fmt: skip
     assert sorted(p.name for p in out.glob("*.png")) == [
-        "Y1.png", "Y2.png", "Y3.png", "Y6.png", "Y7a.png", "Y7b.png", "Y7c.png"]  # fmt: skip
+        "Y1.png", "Y2.png", "Y3.png", "Y6.png", "Y7a.png", "Y7b.png", "Y7c.png", "Y8.png",
+    ]  # fmt: skip
     for png in sorted(out.glob("*.png")):
         row = fs.read_png_row(png)
         assert row["panels"] <= 6 and row["width_in"] <= 7.6, (png.name, row["width_in"])

@@ -148,7 +148,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     none = pd.read_csv(base / "none/R32_M0/seed0/uplink.tsv", sep="\t")
     assert none["bits_fixed"].sum() > uplink["bits_fixed"].sum()
     assert (none["position_bits"] > 0).all()  # top-K + float32: positions are charged
-    for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7a"):
+    for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7a", "Y8"):
         assert_drawn_figure(tiny_workdir / f"results/figures/{fig}_mlp.png")
     for part in ("Y7b", "Y7c"):  # a part may hold no compressor of the tiny config: it says so
         assert (tiny_workdir / f"results/figures/{part}_mlp.png").stat().st_size > 5_000
@@ -198,7 +198,8 @@ def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
 FIGURE_RULES = {
     "all", "figure_L1", "figure_L2", "figure_L3", "figure_L4", "figure_L5", "figures_Y1_Y3",
     "figure_Y4", "figure_Y5", "figure_Y6", "table_T1", "table_T2", "table_T3", "table_T4",
-    "figure_Y7", "table_T5", "table_T6", "table_costs", "table_answers", "figure_manifest",
+    "figure_Y7", "figure_Y8", "table_T5", "table_T6", "table_costs", "table_answers",
+    "figure_manifest",
 }  # fmt: skip
 # Cheap rules that derive what a figure shows from cached artifacts (no training, no fits).
 DERIVED_RULES = {"tensor_positions", "distortion_study"}
@@ -246,7 +247,7 @@ def test_where_a_job_runs_is_no_rerun_trigger(tiny_workdir: Path, config: str) -
 def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
     tiny(tiny_workdir, "--report", "report.zip")
     names = "\n".join(zipfile.ZipFile(tiny_workdir / "report.zip").namelist())
-    for item in "L1 L2 L3 L4 L5 L5b Y1 Y2 Y3 Y4 Y5 Y6 Y7a Y7b".split():
+    for item in "L1 L2 L3 L4 L5 L5b Y1 Y2 Y3 Y4 Y5 Y6 Y7a Y7b Y8".split():
         assert f"{item}_mlp.png" in names
     for table in ("T1", "T2", "T3", "T4"):
         assert f"{table}.tsv" in names

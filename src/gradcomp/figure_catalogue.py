@@ -168,6 +168,14 @@ FIGURES: dict[str, Figure] = {
         look_at="whether a smaller kept set's line, further left, runs below the line of the "
         "baseline's kept set carried to the same bits.",
     ),
+    "Y8": Figure(
+        question="How much test loss and accuracy does a coded bit buy as the quantizer's "
+        "distortion weight M grows, at one and at two bits per kept value?",
+        counterpart="paper Y figure: per-bit accuracy against M (no figure of it available)",
+        look_at="whether a line rises from M = 0 to the right (the weighting buys more per "
+        "bit) and how close its points come to the dotted grey line of their rate (what the "
+        "same bits would buy if quantizing lost nothing).",
+    ),
 }
 
 #: The manifest's columns (results/figures/manifest.tsv), one row per figure.

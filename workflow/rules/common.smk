@@ -249,10 +249,10 @@ def verdict_questions():
 
 
 def lossy_targets():
-    """Y1-Y6 and Y7a-Y7c per model, as PNG and PDF, T3-T6 and the verdicts."""
+    """Y1-Y6, Y7a-Y7c and Y8 per model, as PNG and PDF, T3-T6 and the verdicts."""
     out = []
     for model in LOSSY.models:
-        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7a", "Y7b", "Y7c"):
+        for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7a", "Y7b", "Y7c", "Y8"):
             out += [f"results/figures/{fig}_{model}.{ext}" for ext in ("png", "pdf")]
     out += [f"results/tables/{t}.{ext}" for t in ("T3", "T4", "T5", "T6") for ext in ("tsv", "md")]
     out += [f"results/tables/verdicts.{ext}" for ext in ("tsv", "md")]

@@ -1,5 +1,5 @@
 # Paper Y: the central warm start, federated training with compressed updates, the Y5
-# distortion study, the one-round paired study, figures Y1-Y7, tables T3-T6. Each rule runs
+# distortion study, the one-round paired study, figures Y1-Y8, tables T3-T6. Each rule runs
 # the script of the same name, which makes one library call.
 
 localrules:
@@ -8,6 +8,7 @@ localrules:
     figure_Y5,
     figure_Y6,
     figure_Y7,
+    figure_Y8,
     table_T3,
     table_T4,
     table_T5,
@@ -310,6 +311,31 @@ rule figure_Y7:
         "../../envs/gradcomp.yaml"
     script:
         "../scripts/figure_Y7.py"
+
+
+rule figure_Y8:
+    input:
+        tables=lambda wc: one_round_files(wc.model),
+        summary=CIFAR10_SUMMARY,
+    output:
+        png=report("results/figures/Y8_{model}.png", caption="../report/Y8.rst", category="Paper Y", subcategory="{model}"),
+        pdf="results/figures/Y8_{model}.pdf",
+    params:
+        compressor_kinds=plain(COMPRESSOR_KINDS),
+        baseline=BASELINE,
+        curves=plain(LOSSY.curves),
+        kept_sets=compressor_kept_sets(),
+        specs=variant_specs(),
+    log:
+        "results/logs/figures/Y8_{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/figure_Y8.py"
 
 
 rule table_T5:

@@ -4,8 +4,8 @@ users' local training in :mod:`~.local_training`, the uplink and the server's ag
 stage (:mod:`~.federated_stage`) and the run's files (:mod:`~.run_files`), per-bit accuracy
 (:mod:`~.per_bit`), the one-round paired study (:mod:`~.one_round`), the Y5 distortion study
 (:mod:`~.distortion_study`), figures Y1-Y5 (:mod:`~.figures`, with :mod:`~.facets` and
-:mod:`~.styles`) and Y6-Y7 (:mod:`~.figures_paired`), tables T3-T4 (:mod:`~.tables`) and T5
-(:mod:`~.bd_rate_table`) and the verdicts (:mod:`~.verdicts`). The
+:mod:`~.styles`), Y6-Y7 (:mod:`~.figures_paired`) and Y8 (:mod:`~.figure_m`), tables T3-T4
+(:mod:`~.tables`) and T5 (:mod:`~.bd_rate_table`) and the verdicts (:mod:`~.verdicts`). The
 statistics: per-trajectory means, paired differences and Holm (:mod:`~.paired`), the
 two-level design over warm starts (:mod:`~.nested`), rate curves and BD-rates
 (:mod:`~.rate_curves`), a reference curve read at a test's bits (:mod:`~.matched_bits`), the
