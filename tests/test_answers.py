@@ -243,3 +243,49 @@ def test_the_limit_row_names_the_quantizer_nearest_the_bound_at_most_rates(tmp_p
     assert row["this study"] == "nearest: a"
     assert "M=2: a, nearest at 3 of 5 rates, 0.10-0.15 bits above R(D)" in row[NUMBER]
     assert "at M=2, 4 bits b is nearer (0.60 bits)" in row["the evidence against"]
+
+
+def test_the_m_question_lists_every_m_with_its_word_and_the_contrary_rate(tmp_path):
+    """Several M against M=0 at one rate make one row: the best of the better ones named,
+    each M's interval listed, and against it each M's word against float32 and another
+    rate's opposite word; one M alone makes no M row (the paper's own row covers it)."""
+
+    def vs0(M, rate, verdict, mean):
+        label = f"gennorm R{rate} M{M} on top-K 45.2% vs gennorm M0, kept set"
+        return verdict_row(label, verdict, mean, mean - 0.002, mean + 0.002, M=M, rate=rate,
+                           reference="gennorm", test_name=f"GenNorm M={M} R{rate}",
+                           reference_name="GenNorm Lloyd M=0 on the same kept set",
+                           family="M against M0")  # fmt: skip
+
+    rows = [vs0(1, 1, "better", -0.005), vs0(2, 1, "better", -0.009), vs0(3, 1, "undecided", -0.002),
+            vs0(2, 2, "worse", 0.006),
+            verdict_row("gennorm R1 M2 on top-K 45.2% vs uncompressed", "worse", 0.01, 0.005,
+                        0.015, match="exact", reference="exact", M=2, rate=1)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    table = answers(tmp_path)
+    m_rows = table[table["question"].str.startswith("Which weight M")]
+    assert len(m_rows) == 1  # rate 2 has one M only
+    row = m_rows.iloc[0]
+    assert row["this study"] == "M=2 buys the most; better: M=1, M=2"
+    assert "M=3: -0.002 [-0.004, +0.000" in row[NUMBER]
+    assert "against float32 at the same bits: M=2 worse" in row["the evidence against"]
+    assert "worse for GenNorm M=2 R2: +0.006 [+0.004, +0.008] nats" in row["the evidence against"]
+
+
+def test_the_default_says_what_it_cannot_decide(tmp_path):
+    """The scope line counts the decided questions and lists each undecided one with the
+    difference it detects and the warm starts it would need for the target."""
+    rows = [
+        verdict_row("gennorm R1 M2 on top-K 45.2% vs uniform M0, kept set", "better",
+                    -0.1, -0.15, -0.05),
+        verdict_row("gennorm R1 M2 on top-K 45.2% vs gennorm M0, kept set", "undecided",
+                    -0.008, -0.02, 0.004, units_for_target=37.0, target=0.005,
+                    min_detectable=0.016),
+    ]  # fmt: skip
+    rows[0].update(units_for_target=3.0, target=0.005)
+    pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    text = markdown_of(tmp_path)
+    assert "What this run can decide: 1 of its 2 declared questions." in text
+    assert "detect 0.005 nats: gennorm name against uniform on the same kept set: 0.016, 37." in (
+        " ".join(text.split())
+    )

@@ -58,7 +58,7 @@ def overlaid(*names: str) -> dict:
 
 @pytest.mark.parametrize(
     "names",
-    [(), ("paper.yaml",), ("paper.yaml", "smoke-paper.yaml"), ("m22.yaml",), ("decide.yaml",)],
+    [(), ("paper.yaml",), ("paper.yaml", "smoke-paper.yaml"), ("m22.yaml",), ("decisive.yaml",)],
 )
 def test_shipped_configs_build(names) -> None:
     """Every shipped config, as the docs run it, passes every check (planted bug: the paper

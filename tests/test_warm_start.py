@@ -14,7 +14,7 @@ from gradcomp.data import load_cifar10, prepare_cifar10
 from gradcomp.lossy.federated import FederatedSettings, Federation, run_federated
 from gradcomp.lossy.warm_start import WarmStartSettings, pretrain, warm_start_stage
 from gradcomp.models import build_model
-from gradcomp.training import evaluate
+from gradcomp.training import evaluate, train_epoch
 
 
 def test_pretraining_pool_is_disjoint_and_stratified(tmp_path: Path) -> None:
@@ -104,3 +104,69 @@ def test_warm_start_file_and_missing_pool(tiny_cifar, tmp_path) -> None:
     blob = torch.load(tmp_path / "w.pt", weights_only=True)
     assert [r["epoch"] for r in rows] == [1, 2] and blob["settings"]["epochs"] == 2
     assert set(blob["state"]) == set(build_model("mlp").state_dict())
+
+
+def _cache(data, path: Path) -> Path:
+    torch.save(
+        {
+            "train_images": data.train_images, "train_labels": data.train_labels,
+            "test_images": data.test_images, "test_labels": data.test_labels,
+            "pretrain_images": data.pretrain_images, "pretrain_labels": data.pretrain_labels,
+            "classes": (), "summary": {"source": "synthetic"},
+        },
+        path,
+    )  # fmt: skip
+    return path
+
+
+def test_a_warm_start_continues_the_common_pretraining(tiny_cifar, tmp_path) -> None:
+    """With ``initial`` a warm start starts from the common model's weights, not its seeded
+    init: after one epoch at a tiny lr its weights are near the common model's and far from
+    its own seed's init, and its first test loss is the common model's; two seeds continue to
+    different models; the common log is kept beside its own.
+
+    Planted bug it catches: ``initial`` ignored (the weights then stay at the seeded init),
+    or every continuation drawing the same order."""
+    data = _with_pool(tiny_cifar)
+    cache = _cache(data, tmp_path / "c.pt")
+    common = {"model": "mlp", "epochs": 3, "lr": 1e-2, "seed": 1000}
+    warm_start_stage(cache, common, tmp_path / "common.pt")
+    start = torch.load(tmp_path / "common.pt", weights_only=True)
+    runs = {}
+    for seed in (3, 4):
+        settings = {"model": "mlp", "epochs": 1, "lr": 1e-6, "seed": seed, "images": 40}
+        warm_start_stage(cache, settings, tmp_path / f"w{seed}.pt", initial=tmp_path / "common.pt")
+        runs[seed] = torch.load(tmp_path / f"w{seed}.pt", weights_only=True)
+
+    def distance(a, b):
+        return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
+
+    init = build_model("mlp", seed=3).state_dict()
+    assert distance(runs[3]["state"], start["state"]) < 0.01 < distance(runs[3]["state"], init)
+    loss = runs[3]["log"][0]["test_loss"]
+    assert loss == pytest.approx(start["log"][-1]["test_loss"], abs=0.01)
+    assert runs[3]["common_log"] == start["log"] and runs[3]["settings"]["images"] == 40
+    assert distance(runs[3]["state"], runs[4]["state"]) > 0
+
+
+def test_continuation_draws_its_own_images(tiny_cifar) -> None:
+    """``images`` passes each epoch over a seeded draw of that many pool images: the mean
+    loss is taken over that many; too many names the key."""
+    data = _with_pool(tiny_cifar)
+    with pytest.raises(ValueError, match=r"lossy.warm_start.images.*100-image pool"):
+        pretrain(data, WarmStartSettings(model="mlp", epochs=1, images=101))
+    seen = []
+
+    def counting(model, optimizer, images, labels, **kw):
+        seen.append(len(labels))
+        return train_epoch(model, optimizer, images, labels, **kw)
+
+    import gradcomp.lossy.warm_start as ws
+
+    original = ws.train_epoch
+    ws.train_epoch = counting
+    try:
+        pretrain(data, WarmStartSettings(model="mlp", epochs=2, images=30))
+    finally:
+        ws.train_epoch = original
+    assert seen == [30, 30]

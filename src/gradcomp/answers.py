@@ -39,6 +39,7 @@ __all__ = [
     "check_agreement",
     "decided",
     "markdown_of",
+    "scope",
 ]
 
 NUMBER = "the number [interval the word is decided on]"
@@ -332,6 +333,7 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
         if found.empty:
             continue
         rows.append(_verdict_row(question, paper, found.iloc[0].to_dict(), table, t5))
+    rows += _m_rows(table)
     paper_families = set(table[table["question"].isin([q for *_, q in PAPER_Y])]["family"])
     beyond = table[~table["family"].isin([*paper_families, "field"])]
     for _, r in beyond.iterrows():
@@ -357,6 +359,87 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
             }
         )
     return rows
+
+
+def _m_rows(table: pd.DataFrame) -> list[dict[str, str]]:
+    """Paper Y's M question where the run asks it of several M (``config/decisive.yaml``):
+    per rate, every M of a curve against M=0 of the same curve on the same kept set; the
+    number lists each M's difference with its decided interval; against: each M's word
+    against float32 at the same bits, and another rate's opposite word."""
+    vs0 = table[
+        (table["match"] == "kept_set") & (table["reference"] == table["test_curve"])
+        & (table["reference_M"] == 0) & (table["M"] > 0)
+    ]  # fmt: skip
+    exact = table[table["match"] == "exact"]
+    rows = []
+    for (curve, rate), group in vs0.groupby(["test_curve", "rate"]):
+        if group["M"].nunique() < 2:
+            continue
+        group = group.sort_values("M")
+        better = group[group["verdict"] == "better"]
+        first = group.iloc[0]
+        method = first["reference_name"].removesuffix(" on the same kept set")
+        unit = "bit" if rate == 1 else "bits"
+        if better.empty:
+            word = "no M shown better than M=0: " + ", ".join(
+                f"M={r['M']:g} {r['verdict']}" for _, r in group.iterrows()
+            )
+        else:
+            best = better.loc[better["loss_diff_mean"].idxmin()]
+            word = f"M={best['M']:g} buys the most; better: " + ", ".join(
+                f"M={m:g}" for m in better["M"]
+            )
+        found = []
+        same = exact[(exact["test_curve"] == curve) & (exact["rate"] == rate)].sort_values("M")
+        if not same.empty:
+            found.append(
+                "against float32 at the same bits: "
+                + ", ".join(f"M={r['M']:g} {r['verdict']}" for _, r in same.iterrows())
+            )
+        other = vs0[(vs0["test_curve"] == curve) & (vs0["rate"] != rate)]
+        for _, r in group.iterrows():
+            flip = other[(other["M"] == r["M"]) & (other["verdict"] == _OPPOSITE.get(r["verdict"]))]
+            for _, o in flip.iterrows():
+                found.append(f"{o['verdict']} for {o['test_name']}: {decided(o)}")
+        rows.append(
+            {
+                "question": f"Which weight M buys the most at {rate:g} {unit} per kept value? "
+                f"{method} at M={', '.join(f'{m:g}' for m in group['M'])} against M=0",
+                "the paper": "M > 0 (the paper uses M=2)",
+                "this study": word,
+                NUMBER: "; ".join(f"M={r['M']:g}: {decided(r)}" for _, r in group.iterrows())
+                + f" at the same {first['bits_per_entry']:.2f} bits per entry",
+                "the evidence against": "; ".join(found[:3]) or "none found in the verdicts",
+                "from": f"{names.TABLES['verdicts']} ({first['family']})",
+            }
+        )
+    return rows
+
+
+def scope(verdicts: pd.DataFrame) -> str:
+    """What a run's verdicts decide: how many of its questions have a word other than
+    undecided and, for each undecided one, the difference its design detects now
+    (``min_detectable``) and the warm starts it would need to detect the table's target
+    (``units_for_target``; fewer than it has: the truth lies between the margin and what it
+    detects)."""
+    undecided = verdicts[verdicts["verdict"] == "undecided"]
+    text = (
+        f"What this run can decide: {len(verdicts) - len(undecided)} of its {len(verdicts)} "
+        "declared questions."
+    )
+    if not undecided.empty:
+        target = float(undecided["target"].iloc[0])
+        need = "; ".join(
+            f"{r['test_name']} against {r['reference_name']}: {r['min_detectable']:.3f}, "
+            f"{r['units_for_target']:.0f}"
+            for _, r in undecided.sort_values("units_for_target").iterrows()
+        )
+        text += (
+            f" Each undecided one with the difference in nats its design detects (80% power at "
+            f"its family's first Holm step) and the warm starts it would need to detect "
+            f"{target:g} nats: {need}."
+        )
+    return text
 
 
 def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
@@ -473,4 +556,8 @@ def markdown_of(tables: str | Path, docs: str = "docs/") -> str:
     margin = None
     if verdicts is not None and "margin" in verdicts and not verdicts.empty:
         margin = float(verdicts["margin"].iloc[0])
-    return answers_markdown(answers(tables, docs), docs, margin)
+    text = answers_markdown(answers(tables, docs), docs, margin)
+    if verdicts is not None and "units_for_target" in verdicts and not verdicts.empty:
+        first = verdicts[verdicts["model"] == sorted(verdicts["model"])[0]]
+        text += "\n" + textwrap.fill(scope(first), width=100, break_long_words=False) + "\n"
+    return text

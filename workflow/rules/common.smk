@@ -115,6 +115,11 @@ WARM_START_FILE = "results/lossy/{model}/warm_start/ws{ws}.pt"
 DISTORTION = LOSSY.distortion_study
 
 
+WARM_START_COMMON = LOSSY.warm_start_common
+#: The one pre-training every warm start continues (lossy.warm_start.common).
+WARM_START_COMMON_FILE = "results/lossy/{model}/warm_start/common.pt"
+
+
 def warm_start_input(wildcards):
     """The warm start file of the wildcard's model and warm start (the first for a full
     run, which has no ws wildcard), or nothing when the study starts from scratch
@@ -125,9 +130,23 @@ def warm_start_input(wildcards):
     return {"warm_start": WARM_START_FILE.format(model=wildcards.model, ws=ws)}
 
 
+def warm_start_common_input(wildcards):
+    """The common pre-training a warm start continues, or nothing (lossy.warm_start.common: null)."""
+    if WARM_START_COMMON is None:
+        return {}
+    return {"initial": WARM_START_COMMON_FILE.format(model=wildcards.model)}
+
+
 def warm_start_settings(wildcards):
-    """gradcomp.lossy.warm_start.WarmStartSettings keyword arguments."""
+    """gradcomp.lossy.warm_start.WarmStartSettings keyword arguments of a warm start."""
     return dict(model=wildcards.model, seed=int(wildcards.ws), test_images=LOSSY.test_images, **plain(WARM_START), **STUDY.model_class(wildcards.model))
+
+
+def warm_start_common_settings(wildcards):
+    """WarmStartSettings keyword arguments of the common pre-training: the warm starts' batch
+    size and lr, its own epochs and seed, over the whole pool."""
+    own = plain(WARM_START_COMMON)
+    return dict(model=wildcards.model, seed=own.get("seed", 0), epochs=own["epochs"], batch_size=WARM_START["batch_size"], lr=WARM_START["lr"], test_images=LOSSY.test_images, **STUDY.model_class(wildcards.model))
 
 
 def one_round_variants(wildcards):

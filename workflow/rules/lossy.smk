@@ -16,8 +16,32 @@ localrules:
     table_verdicts,
 
 
+rule warm_start_common:
+    input:
+        data=CIFAR10_CACHE,
+    output:
+        state=WARM_START_COMMON_FILE,
+    params:
+        settings=warm_start_common_settings,
+    log:
+        "results/logs/lossy/{model}/warm_start/common.log",
+    benchmark:
+        "results/benchmarks/warm_start/{model}/common.tsv"
+    threads: workflow.cores
+    resources:
+        mem_mb=rule_resource("warm_start", "mem_mb"),
+        runtime=rule_resource("warm_start", "runtime"),
+        gpu=rule_resource("warm_start", "gpu"),
+        device=DEVICE,
+    conda:
+        "../../envs/gradcomp.yaml"
+    script:
+        "../scripts/warm_start.py"
+
+
 rule warm_start:
     input:
+        unpack(warm_start_common_input),
         data=CIFAR10_CACHE,
     output:
         state=WARM_START_FILE,

@@ -1,4 +1,5 @@
-"""Snakemake script: the central warm start of paper Y's federation."""
+"""Snakemake script: a warm start of paper Y's federation, or the common pre-training the
+warm starts continue (input ``initial`` present: this job continues it)."""
 
 from gradcomp.logutil import log_to_file
 from gradcomp.lossy.warm_start import warm_start_stage
@@ -11,4 +12,5 @@ warm_start_stage(
     sm.output.state,
     threads=sm.threads,
     device=sm.resources.device,
+    initial=sm.input.get("initial"),
 )

@@ -11,6 +11,16 @@ its own seed (init and data order), and nests its seeds in them
 (:mod:`gradcomp.lossy.nested`), so that its intervals are not conditional on one warm model;
 the full runs start from the first.
 
+**A common pre-training with continuations.** Reaching the accuracy a reader of the paper has
+in mind (60% and more) takes many passes over a large pool, too many to repeat per warm start
+on a CPU. With ``common`` set, one model is pre-trained once (:func:`warm_start_stage`, seeded by
+``common.seed``, ``common.epochs`` passes over the whole pool) and every warm start *continues*
+it (:func:`warm_start_stage` with ``initial``): ``epochs`` passes over its own seeded draw of
+``images`` pool images, with a fresh Adam and its own data order. The warm starts are then
+independent continuations of one pre-trained model: the one-round study's intervals cover the
+models such continuations reach, conditional on that common model, not independently
+pre-trained ones.
+
 Units: accuracies are fractions in [0, 1], losses mean cross-entropy in nats, times seconds.
 """
 
@@ -50,13 +60,21 @@ class WarmStartSettings:
     test_images: int | None = None
     #: a user's model class, ``package.module:Class`` (config ``user_models``; None: built-in)
     model_class: str | None = None
+    #: pool images each epoch passes over: a draw of this many, seeded by ``seed`` (None: all)
+    images: int | None = None
 
 
 def pretrain(
-    data: Cifar10, settings: WarmStartSettings, *, threads: int = 1, device: str = "cpu"
+    data: Cifar10,
+    settings: WarmStartSettings,
+    *,
+    threads: int = 1,
+    device: str = "cpu",
+    initial: dict[str, torch.Tensor] | None = None,
 ) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]]]:
     """(state dict on the CPU, one row per epoch: epoch, train_loss, test_loss, test_acc,
-    seconds) of the model trained centrally on ``data.pretrain_images``."""
+    seconds) of the model trained centrally on ``data.pretrain_images`` (on a seeded draw of
+    ``settings.images`` of them), from ``initial`` weights if given, else the seeded init."""
     if data.pretrain_images is None or len(data.pretrain_images) == 0:
         raise ValueError(
             "the warm start needs a pretraining pool: set config key 'data.pretrain_subset' "
@@ -66,13 +84,22 @@ def pretrain(
     dev = resolve_device(device)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(settings.seed)
-        model = build_model(
-            settings.model, seed=settings.seed, model_class=settings.model_class
-        ).to(dev)
+        model = build_model(settings.model, seed=settings.seed, model_class=settings.model_class)
+        if initial is not None:
+            model.load_state_dict(initial)
+        model = model.to(dev)
         optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=ADAM_EPS)
         generator = torch.Generator().manual_seed(settings.seed)
         # pretrain_labels: set with pretrain_images (gradcomp.data.prepare_cifar10)
         images, labels = data.pretrain_images, cast(torch.Tensor, data.pretrain_labels)
+        if settings.images is not None:
+            if not 1 <= settings.images <= len(labels):
+                raise ValueError(
+                    f"config key 'lossy.warm_start.images' asks {settings.images} images of a "
+                    f"{len(labels)}-image pool (data.pretrain_subset)"
+                )
+            pick = torch.randperm(len(labels), generator=generator)[: settings.images]
+            images, labels = images[pick], labels[pick]
         test_images, test_labels = test_draw(data, settings.test_images, settings.seed)
         rows = []
         for epoch in range(1, settings.epochs + 1):
@@ -116,12 +143,21 @@ def warm_start_stage(
     *,
     threads: int = 1,
     device: str = "cpu",
+    initial: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     """The ``warm_start`` stage: :func:`pretrain` with ``settings`` (:class:`WarmStartSettings`
-    keywords), written to ``out`` as ``{"state", "log", "settings"}``."""
+    keywords), continuing the common pre-training in file ``initial`` if given (its log is
+    kept as ``common_log``), written to ``out`` as ``{"state", "log", "settings"}``."""
     ws = WarmStartSettings(**settings)
-    state, rows = pretrain(load_cifar10(Path(data_path)), ws, threads=threads, device=device)
-    atomic_torch_save({"state": state, "log": rows, "settings": asdict(ws)}, out)
+    start = None if initial is None else torch.load(initial, weights_only=True)
+    state, rows = pretrain(
+        load_cifar10(Path(data_path)), ws, threads=threads, device=device,
+        initial=None if start is None else start["state"],
+    )  # fmt: skip
+    blob: dict[str, Any] = {"state": state, "log": rows, "settings": asdict(ws)}
+    if start is not None:
+        blob["common_log"] = start["log"]
+    atomic_torch_save(blob, out)
     return rows
 
 

@@ -126,6 +126,8 @@ class LossySection:
     warm_start: Mapping[str, Any] | None
     #: one warm start per seed (empty without a warm start)
     warm_start_seeds: tuple[int, ...]
+    #: the common pre-training every warm start continues ({epochs, seed}; None: none)
+    warm_start_common: Mapping[str, Any] | None
     test_images: int | None
     #: compressor name -> the rate curve it joins
     curves: Mapping[str, str]
@@ -293,6 +295,7 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     verdicts = build_verdicts(c["verdicts"], variants, primary, kept_sets, errors)
     warm = None if c["warm_start"] is None else dict(c["warm_start"])
     warm_seeds = () if warm is None else tuple(warm.pop("seeds"))
+    common = None if warm is None else warm.pop("common")
     model_specs = _model_specs(c, variants, errors)
 
     federation = (
@@ -318,6 +321,7 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
         one_round_primary=tuple(primary),
         warm_start=freeze(warm),
         warm_start_seeds=warm_seeds,
+        warm_start_common=freeze(common),
         test_images=c["test_images"],
         curves=MappingProxyType(curves),
         kept_sets=MappingProxyType(kept_sets),
