@@ -111,3 +111,24 @@ def test_results_hold_no_number_outside_a_generated_block() -> None:
 def test_the_number_check_sees_a_planted_number() -> None:
     assert re.search(r"\d", outside_blocks("22 of 25 verdicts agree, R1 M2 on `top-K 10%`."))
     assert not re.search(r"\d", outside_blocks("FP8 E5M2, W2, L5 and Y7a; `lossy.seeds: [0]`."))
+
+
+def test_the_default_beside_this_run_puts_differing_words_first(tmp_path: Path) -> None:
+    """Two runs' verdicts on shared questions: a question whose decided words differ is
+    listed first and counted; a question only one run declared is left out."""
+    this = pd.read_csv(TABLES / "verdicts.tsv", sep="\t")
+    (tmp_path / "default").mkdir()
+    other = this.copy()
+    decided_rows = other.index[other["verdict"].isin(["better", "worse"])]
+    flipped = decided_rows[0]
+    other.loc[flipped, "verdict"] = {"better": "worse", "worse": "better"}[
+        other.loc[flipped, "verdict"]
+    ]
+    other = other.drop(index=other.index[-1])
+    other.to_csv(tmp_path / "default" / "verdicts.tsv", sep="\t", index=False)
+    this.to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    block = BLOCKS["beside"](tmp_path)
+    first_row = block.split("\n")[4]
+    assert block.startswith(f"{len(this) - 1} questions both runs declared: 1 the words differ;")
+    assert first_row.endswith("| the words differ |")
+    assert this.loc[flipped, "question"].split(" on ")[0] in first_row

@@ -35,6 +35,7 @@ from gradcomp.answers import _num, decided, markdown_of
 from gradcomp.artifacts import write_text
 from gradcomp.figure_catalogue import gallery_block, headline_block
 from gradcomp.lossy.distortion_study import DESIGN_NAMES
+from gradcomp.lossy.verdict_comparison import AGREEMENTS, beside
 from gradcomp.names import LAWS, coder
 
 __all__ = ["BLOCKS", "begin", "end", "main", "rewrite", "rewrite_file"]
@@ -221,6 +222,25 @@ def block_open(tables: Path) -> str:
     )
 
 
+def block_beside(tables: Path) -> str:
+    """The default run's verdicts (``default/verdicts.tsv`` in the tables folder) beside this
+    run's, on the questions both declared (:func:`gradcomp.lossy.verdict_comparison.beside`)."""
+    both = beside(_verdicts(tables / "default"), _verdicts(tables))
+    counts = both["agreement"].value_counts()
+    rows = [[_short(r["question"]), f"{r['verdict_1']} ({decided(_side(r, '_1'))})",
+             f"{r['verdict_2']} ({decided(_side(r, '_2'))})", r["agreement"]]
+            for _, r in both.iterrows()]  # fmt: skip
+    summary = "; ".join(f"{counts[a]} {a}" for a in AGREEMENTS if a in counts)
+    return f"{len(both)} questions both runs declared: {summary}.\n\n" + _table(
+        ["question", "default run", "this run", "words"], rows
+    )
+
+
+def _side(r: pd.Series, suffix: str) -> dict[str, object]:
+    """One run's columns of a :func:`beside` row, under their own names."""
+    return {k.removesuffix(suffix): v for k, v in r.items() if str(k).endswith(suffix)}
+
+
 def _row(v: pd.DataFrame, question: str) -> pd.Series | None:
     found = v[v["question"] == question]
     return None if found.empty else found.iloc[0]
@@ -372,6 +392,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "full-runs": block_full_runs,
     "follow-up": block_follow_up,
     "costs": block_costs,
+    "beside": block_beside,
     # the figures: docs/figures/manifest.tsv beside the tables folder (gradcomp.figure_catalogue)
     "gallery": gallery_block,
     "headline": headline_block,

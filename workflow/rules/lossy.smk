@@ -27,7 +27,7 @@ rule warm_start_common:
         "results/logs/lossy/{model}/warm_start/common.log",
     benchmark:
         "results/benchmarks/warm_start/{model}/common.tsv"
-    threads: workflow.cores
+    threads: LOSSY.threads
     resources:
         mem_mb=rule_resource("warm_start", "mem_mb"),
         runtime=rule_resource("warm_start", "runtime"),
