@@ -222,6 +222,22 @@ def block_open(tables: Path) -> str:
     )
 
 
+def _regime(tables: Path) -> str:
+    """Where a run's one-round study measures: the round's start and its uncompressed
+    aggregate's test accuracy, means over every trajectory (T4)."""
+    t4 = _read(tables, "T4")
+    r = t4.loc[t4["trajectories"].idxmax()]
+    return (
+        f"{int(r['units'])} {r['design']}, the round starting at {100 * r['start_acc']:.1f}% test "
+        f"accuracy, the uncompressed aggregate at {100 * r['exact_acc']:.1f}%"
+    )
+
+
+def block_regime(tables: Path) -> str:
+    """The regime of this run and of the default run (``default/`` in the tables folder)."""
+    return _wrap(f"This run: {_regime(tables)}. The default run: {_regime(tables / 'default')}.")
+
+
 def block_beside(tables: Path) -> str:
     """The default run's verdicts (``default/verdicts.tsv`` in the tables folder) beside this
     run's, on the questions both declared (:func:`gradcomp.lossy.verdict_comparison.beside`)."""
@@ -353,8 +369,9 @@ def block_full_runs(tables: Path) -> str:
 def block_follow_up(tables: Path) -> str:
     """T4's descriptive variants (those run on fewer trajectories than the primary pass, M22's
     float8 and trellis-coded quantizer among them): bits, and the loss against the uncompressed
-    aggregate of the same round."""
-    t4 = _read(tables, "T4")
+    aggregate of the same round; from the default run's tables where the folder holds them
+    (``default/``: the decisive profile runs no descriptive variant)."""
+    t4 = _read(tables / "default" if (tables / "default" / "T4.tsv").exists() else tables, "T4")
     t4 = t4[t4["trajectories"] < t4["trajectories"].max()]
     rows = [[_variant(r), f"{r['bits_per_entry_mean']:.2f}", _num(r["loss_increase_mean"])]
             for _, r in t4.iterrows()]  # fmt: skip
@@ -393,6 +410,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "follow-up": block_follow_up,
     "costs": block_costs,
     "beside": block_beside,
+    "regime": block_regime,
     # the figures: docs/figures/manifest.tsv beside the tables folder (gradcomp.figure_catalogue)
     "gallery": gallery_block,
     "headline": headline_block,
