@@ -130,5 +130,5 @@ def test_the_default_beside_this_run_puts_differing_words_first(tmp_path: Path) 
     block = BLOCKS["beside"](tmp_path)
     first_row = block.split("\n")[4]
     assert block.startswith(f"{len(this) - 1} questions both runs declared: 1 the words differ;")
-    assert first_row.endswith("| the words differ |")
-    assert this.loc[flipped, "question"].split(" on ")[0] in first_row
+    assert first_row.startswith("| " + this.loc[flipped, "question"].split(" on ")[0])
+    assert "undecided" not in block.split("Those both decide:")[1]

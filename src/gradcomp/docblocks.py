@@ -240,15 +240,17 @@ def block_regime(tables: Path) -> str:
 
 def block_beside(tables: Path) -> str:
     """The default run's verdicts (``default/verdicts.tsv`` in the tables folder) beside this
-    run's, on the questions both declared (:func:`gradcomp.lossy.verdict_comparison.beside`)."""
+    run's, on the questions both declared (:func:`gradcomp.lossy.verdict_comparison.beside`):
+    a row for each question both decide, the others counted."""
     both = beside(_verdicts(tables / "default"), _verdicts(tables))
     counts = both["agreement"].value_counts()
+    shown = both[both["agreement"].isin(AGREEMENTS[:2])]
     rows = [[_short(r["question"]), f"{r['verdict_1']} ({decided(_side(r, '_1'))})",
-             f"{r['verdict_2']} ({decided(_side(r, '_2'))})", r["agreement"]]
-            for _, r in both.iterrows()]  # fmt: skip
+             f"{r['verdict_2']} ({decided(_side(r, '_2'))})"]
+            for _, r in shown.iterrows()]  # fmt: skip
     summary = "; ".join(f"{counts[a]} {a}" for a in AGREEMENTS if a in counts)
-    return f"{len(both)} questions both runs declared: {summary}.\n\n" + _table(
-        ["question", "default run", "this run", "words"], rows
+    return f"{len(both)} questions both runs declared: {summary}. Those both decide:\n\n" + _table(
+        ["question", "default run", "this run"], rows
     )
 
 
