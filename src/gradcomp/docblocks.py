@@ -259,44 +259,6 @@ def _side(r: pd.Series, suffix: str) -> dict[str, object]:
     return {k.removesuffix(suffix): v for k, v in r.items() if str(k).endswith(suffix)}
 
 
-def _row(v: pd.DataFrame, question: str) -> pd.Series | None:
-    found = v[v["question"] == question]
-    return None if found.empty else found.iloc[0]
-
-
-def _says(r: pd.Series) -> str:
-    said = f"{r['verdict']} ({decided(r)}"
-    said += f", {100 * r['acc_diff_mean']:+.1f} accuracy points"
-    if r["verdict"] == "undecided":
-        said += f"; the design detects {r['min_detectable']:.3f}"
-    return said + ")"
-
-
-def block_paper_y(tables: Path) -> str:
-    """The README's paper Y numbers: what one bit buys, what four bits buy, the field."""
-    v = _verdicts(tables)
-    asked = (("uniform", "uniform", 0), ("GenNorm Lloyd M2", "gennorm", 2),
-             ("k-means M2", "kmeans", 2), ("GenNorm Lloyd M0", "gennorm", 0))  # fmt: skip
-    one = [(n, _row(v, f"{q} R1 M{m} on top-K 45.2% vs uncompressed")) for n, q, m in asked]
-    said = [f"{n} {_says(r)}" for n, r in one if r is not None]
-    parts = []
-    if said:
-        bits = next(r for _, r in one if r is not None)["bits_per_entry"]
-        parts.append(f"One bit per kept value ({bits:.2f} bits per entry) against the uncompressed "
-                     "aggregate: " + "; ".join(said) + ".")  # fmt: skip
-    four = v[(v["rate"] == 4) & (v["family"] == "more bits")]
-    if not four.empty:
-        counts = four["verdict"].value_counts()
-        parts.append(f"Four bits per kept value, {len(four)} questions: "
-                     + _and([f"{n} {w}" for w, n in counts.items()]) + ".")  # fmt: skip
-    field = [f"{test} " + _and([f"{n} {w}" for w, n in t["verdict"].value_counts().items()])
-             for test, t in v[v["family"] == "field"].groupby("test", sort=False)]  # fmt: skip
-    if field:
-        parts.append("The field's compressors against uniform's operational curve, over their "
-                     "rates: " + "; ".join(field) + ".")  # fmt: skip
-    return _wrap(" ".join(parts))
-
-
 def block_paper_l(tables: Path) -> str:
     """The README's paper L numbers: the shortest code against zpaq and the i.i.d. codes."""
     mean = _t1_raw(tables)["bits_per_entry_mean"]
@@ -405,7 +367,6 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "verdicts": block_verdicts,
     "open": block_open,
     "paper-l": block_paper_l,
-    "paper-y": block_paper_y,
     "limit": block_limit,
     "bd-rates": block_bd_rates,
     "full-runs": block_full_runs,
