@@ -207,10 +207,11 @@ def block_verdicts(tables: Path) -> str:
 
 
 def block_open(tables: Path) -> str:
-    """The questions on the quantizers that stay open: undecided with a large detectable size."""
+    """The questions on the quantizers that stay open: undecided and not detecting the
+    table's target difference (``target``, the size the run's design was asked to detect)."""
     v = _verdicts(tables)
     quant = v[v["family"] != "field"]
-    limit = 2.5 * v["margin"].iloc[0]
+    limit = float(v["target"].iloc[0])
     small = quant["verdict"].ne("undecided") | (quant["min_detectable"] <= limit)
     others = [f"{_short(r.question)} (detects {r.min_detectable:.3f}, bracket {r.interp_bound:.3f})"
               for r in quant[~small].itertuples()]  # fmt: skip
