@@ -1,5 +1,5 @@
 """A test configuration against a reference curve at its bits: the reference's value there
-bracketed, one trajectory's difference as two linear contrasts.
+bracketed by linear combinations of its configurations' losses.
 
 A rate curve is a set of *configurations* (a compressor's variants: rate R or level count,
 top-K fraction), each with a measured uplink cost (bits per entry) and a test loss on every
@@ -17,47 +17,44 @@ curve (``match``):
 - ``frontier``: the reference's **operational curve** over every kept set: the lowest
   loss any of its configurations reaches with at most ``x`` bits, alone or time-shared with
   another (:func:`frontier_candidates`; the lower convex hull of their mean (bits, loss),
-  :func:`lower_hull`, flat past its lowest loss). Which configurations make it is not chosen
-  on the data: the difference to it is the largest of the contrasts to every candidate,
-  with simultaneous limits (:mod:`gradcomp.lossy.max_contrast`); a hull chosen on the means
-  and then tested with them leans against the test.
+  :func:`lower_hull`, flat past its lowest loss). Time sharing reaches it exactly, so it
+  needs no bracket; which configurations make it is not chosen on the data: the difference
+  to it is the largest of the contrasts to every candidate, with simultaneous limits
+  (:mod:`gradcomp.lossy.max_contrast`).
 - ``exact``: the uncompressed aggregate of the same round (the one-round tables'
   ``exact_loss``), at no bits: what the compressor loses against sending float32.
 
-**The chord is not the curve.** Between two reference configurations the straight line in
-bits lies *above* a convex curve, so a test configuration read off the chord looks better
-than it is; more trajectories shrink the interval around that bias. Under the one assumption
-that ``f`` is convex in bits (rate-distortion curves are; the operational curve is by
-construction) and non-increasing (more bits never cost loss), ``f(x)`` on one kept set is
-bracketed by
-fixed linear combinations of the reference's losses (:func:`convex_bracket`):
+**The chord is not the curve.** Between two reference configurations ``j, j+1`` the straight
+line in bits lies above a convex curve, below a concave one, and on an S (a concave stretch
+meeting a convex one, as uniform's curve on a small kept set) on either side. :func:`bracket_at`
+gives the readings of ``f(x)`` each shape allows, as fixed linear combinations (``lam`` = how
+far ``x`` lies from ``j`` to ``j+1``, ``h`` the step); which one a question uses is decided
+on the reference's own points (:mod:`gradcomp.lossy.bracket_choice`, its ``kind`` in the
+verdict row's ``interpolation``):
 
-- above by the chord of the two configurations ``j, j+1`` that bracket ``x``;
-- below by the secants beside it carried to ``x``: the line through ``j`` and a neighbour
-  with fewer bits carried right, and through ``j+1`` and a neighbour with more bits carried
-  left, mixed with weights ``1 - lam`` and ``lam`` (``lam`` = how far ``x`` lies from ``j``
-  to ``j+1``), so that the bound meets the curve at both configurations. Each neighbour is
-  the nearest at least half the bracket's step ``h`` away (chosen on bits alone: a much
-  nearer one would carry its noise far). With the adjacent neighbours the gap to the chord
-  is ``lam (1 - lam) h (s_{j+1} - s_{j-1})`` for the neighbours' slopes ``s``: the curve's
-  measured bend, small where the reference is dense, large across a kink.
+- ``convex`` / ``concave``: the chord, and the secants beside it carried to ``x`` (through
+  ``j`` and a neighbour with fewer bits carried right, through ``j+1`` and one with more
+  carried left) mixed with weights ``1 - lam`` and ``lam``, so that the bound meets the curve
+  at both configurations. Each neighbour is the nearest at least ``h / 2`` away (chosen on
+  bits alone: a much nearer one would carry its noise far). With adjacent neighbours the
+  gap is ``lam (1 - lam) h (s_{j+1} - s_{j-1})`` for the neighbours' slopes ``s``. The two
+  second differences of those points (:attr:`Bracket.bends`) must show the bend's sign.
+- ``either bend``: the lowest and highest of the chord and the two unmixed secants carried
+  to ``x``, which holds for any curve that changes its bend at most once between the four
+  points (an S included: two lines through one point cross only there).
+- ``monotone``: between the two configurations' own values, for a curve with a neighbour on
+  one side or none.
+- ``slope``: within :data:`AT_RTOL` of a configuration's bits (or at most ``rtol`` past the
+  last), that configuration's value plus and minus the offset times the slope of the
+  secant to each neighbour at least 1% away: a curve no steeper beside a configuration than
+  its steeper step there; ``point`` at its exact bits.
 
-A curve that bends the other way over those steps (concave: a quantizer whose next level
-count costs loss, as uniform's two to four levels on a small kept set do) has the chord
-below it and the secants above; the verdicts take whichever of the two ends measures lower
-as the low end (:mod:`gradcomp.lossy.verdicts`), so the bracket holds for a curve of one
-bend over the bracket's steps, either way, and its width is charged either way.
-
-One trajectory's difference ``y_test - f(x)`` therefore lies between two contrasts,
-``y_test - chord`` and ``y_test - secant bound`` (low and high end on a convex curve), whose
-means
-estimate the two ends of the difference's identified interval without bias whatever the
-noise's correlation (:func:`gradcomp.lossy.nested.bounded_test` turns them into an interval
-and tests). At a reference configuration's own bits both ends are that configuration
-(:data:`AT_RTOL`); with a neighbour on neither side there is no lower bound and the high
-end is unbounded. ``interpolation="chord"`` takes the chord for the curve (both ends the
-chord): the procedure before this bracket, kept as a named switch to show its bias. On the
-front the chord is exact: time sharing reaches it.
+One trajectory's difference ``y_test - f(x)`` therefore lies between the test's value minus
+the highest and minus the lowest of the reading's combinations; their means estimate the
+two ends of the difference's identified interval without bias whatever the noise's
+correlation, and the width between them is charged in the interval
+(:func:`gradcomp.lossy.nested.bounded_test`). ``interpolation="chord"`` takes the chord for
+the curve: the procedure before this bracket, kept as a named switch to show its bias.
 
 A configuration that another configuration of its own curve beats in both bits and loss is
 *dominated* (:func:`pareto_front`); the verdicts list which reference configurations a
@@ -76,10 +73,11 @@ __all__ = [
     "AT_RTOL",
     "BITS_RTOL",
     "INTERPOLATIONS",
+    "KINDS",
     "MATCHES",
     "Bracket",
-    "bracket_differences",
-    "convex_bracket",
+    "bracket_at",
+    "combine",
     "frontier_candidates",
     "interpolation_weights",
     "kept_set_of",
@@ -89,15 +87,18 @@ __all__ = [
 
 #: What a test configuration is compared with (module doc).
 MATCHES = ("kept_set", "frontier", "exact")
-#: How the reference is read between its configurations (module doc).
+#: How a question reads the reference between its configurations: the bracket its points
+#: support, or the chord (module doc).
 INTERPOLATIONS = ("convex", "chord")
-#: Bits that differ by at most this fraction count as the same budget: two quantizers with
-#: two levels on one kept set spend the same bits but for their few side floats (0.03% in the
-#: default run), and one configuration's bits move by 0.1-1% between trajectories.
+#: The readings of the reference at a test's bits (module doc), as the verdict row names them.
+KINDS = ("convex", "concave", "either bend", "monotone", "slope", "point", "chord")
+#: A test this close to a configuration's bits (relative) is read there, its offset charged
+#: at the neighbouring slopes: two quantizers with two levels on one kept set spend the same
+#: bits but for their few side floats (0.03% in the default run).
 AT_RTOL = 1e-3
 #: A test configuration at most this fraction past the reference's most bits is read at its
-#: last configuration (more bits never cost loss); farther out, or below the fewest bits,
-#: it is not matched (no extrapolation).
+#: last configuration, its offset charged at the last slope; farther out, or below the
+#: fewest bits by more than :data:`AT_RTOL`, it is not matched (no extrapolation).
 BITS_RTOL = 0.01
 
 
@@ -196,23 +197,23 @@ def interpolation_weights(
 
 @dataclass(frozen=True)
 class Bracket:
-    """The reference's loss at one test configuration's bits, bracketed (module doc).
+    """The readings of the reference at one test configuration's bits (module doc).
 
-    ``upper``: label -> weight of the chord (non-negative, sum 1), an upper bound of a convex
-    curve; ``lower``: label -> weight of the secant extensions (sum 1, some negative), a lower
-    bound, or None where no neighbour gives one; ``step_log2``: log2 of the ratio of the
-    bits of the two configurations that bracket the test (0 at a configuration's bits).
+    ``readings``: kind -> its combinations (label -> weight, each summing to 1): the
+    reference's value lies between the lowest and the highest of them where the kind's shape
+    holds; ``bends``: second differences of the points the bend-dependent readings use (label
+    -> weight; positive on a convex curve), empty where no reading depends on the bend;
+    ``step_log2``: log2 of the ratio of the bits of the two configurations that bracket the
+    test (0 at a configuration's bits).
     """
 
-    upper: Mapping[str, float]
-    lower: Mapping[str, float] | None
+    readings: Mapping[str, tuple[Mapping[str, float], ...]]
+    bends: tuple[Mapping[str, float], ...]
     step_log2: float
 
-    @property
-    def used(self) -> tuple[str, ...]:
-        """The reference configurations either end leans on, sorted."""
-        both = {**self.upper, **(self.lower or {})}
-        return tuple(sorted(k for k, w in both.items() if w != 0))
+    def used(self, kind: str) -> tuple[str, ...]:
+        """The reference configurations reading ``kind`` leans on, sorted."""
+        return tuple(sorted({k for w in self.readings[kind] for k, v in w.items() if v != 0}))
 
 
 def _spread(weights: dict[int, float], groups: list[list[str]]) -> dict[str, float]:
@@ -226,10 +227,10 @@ def _spread(weights: dict[int, float], groups: list[list[str]]) -> dict[str, flo
 
 def _neighbour(u: np.ndarray, i: int, way: int, step: float) -> int:
     """The configuration beside ``u[i]`` (``way`` -1: fewer bits, 1: more) whose secant with
-    it bounds the curve: the nearest at least ``step`` (half the bracket's) away, else the
-    farthest. A neighbour much nearer would carry its two losses' noise far (weights 1 + c
-    and -c, c at most 2 this way); any pair on one side bounds a convex curve, so the choice,
-    made on bits alone, costs no validity."""
+    it bounds the curve: the nearest at least ``step`` away, else the farthest. A neighbour
+    much nearer would carry its two losses' noise far (weights 1 + c and -c, c at most 2 with
+    half the bracket's step); any pair on one side bounds a curve of one bend there, so the
+    choice, made on bits alone, costs no validity."""
     others = range(i + way, -1 if way < 0 else u.size, way)
     last = i
     for k in others:
@@ -239,7 +240,24 @@ def _neighbour(u: np.ndarray, i: int, way: int, step: float) -> int:
     return last
 
 
-def convex_bracket(
+def _carried(u: np.ndarray, i: int, k: int, x: float) -> dict[int, float]:
+    """The secant through ``u[i]`` and ``u[k]`` read at ``x``."""
+    a = (x - u[i]) / (u[i] - u[k])
+    return {i: 1.0 + a, k: -a}
+
+
+def _slope_reading(u: np.ndarray, k: int, x: float) -> list[dict[int, float]]:
+    """``f(u[k])`` plus and minus ``|x - u[k]|`` times each neighbouring secant's slope."""
+    out = []
+    for way in (-1, 1):
+        if 0 <= k + way < u.size:
+            m = _neighbour(u, k, way, BITS_RTOL * u[k])
+            a = (x - u[k]) / (u[m] - u[k])
+            out += [{k: 1.0 - a, m: a}, {k: 1.0 + a, m: -a}]
+    return out
+
+
+def bracket_at(
     x: float,
     bits: Mapping[str, float],
     *,
@@ -248,11 +266,12 @@ def convex_bracket(
 ) -> Bracket | None:
     """:class:`Bracket` of the reference curve through the configurations ``bits`` (label ->
     design-mean bits per entry) at ``x`` bits; None where ``x`` lies below the fewest bits or
-    more than ``rtol`` past the most. ``interpolation="chord"``: the lower end is the chord.
+    more than ``rtol`` past the most (by more than :data:`AT_RTOL` at a configuration with no
+    neighbour). ``interpolation="chord"``: between configurations, the chord alone.
 
-    >>> b = convex_bracket(1.5, {"r1": 1.0, "r2": 2.0, "r3": 3.0})
-    >>> {k: float(w) for k, w in b.upper.items()}, {k: float(w) for k, w in b.lower.items()}
-    ({'r1': 0.5, 'r2': 0.5}, {'r2': 1.5, 'r3': -0.5})
+    >>> b = bracket_at(1.5, {"r1": 1.0, "r2": 2.0, "r3": 3.0})
+    >>> [{k: float(w) for k, w in c.items()} for c in b.readings["convex"]]
+    [{'r1': 0.5, 'r2': 0.5}, {'r2': 1.5, 'r3': -0.5}]
     """
     if interpolation not in INTERPOLATIONS:
         raise ValueError(f"interpolation must be one of {INTERPOLATIONS}, got {interpolation!r}")
@@ -260,48 +279,49 @@ def convex_bracket(
         return None
     u = np.array(sorted(set(float(b) for b in bits.values())))
     groups = [[lb for lb, b in bits.items() if float(b) == ub] for ub in u]
-    x = float(x)
+    x, n = float(x), u.size - 1
+
+    def done(readings: dict[str, list[dict[int, float]]], bends=(), step=0.0) -> Bracket:
+        spread = {k: tuple(_spread(w, groups) for w in ws) for k, ws in readings.items()}
+        return Bracket(spread, tuple(_spread(d, groups) for d in bends), float(step))
+
     near = np.flatnonzero(np.abs(u - x) <= AT_RTOL * u)
-    if near.size:
-        k = int(near[np.argmin(np.abs(u[near] - x))])
-        at = _spread({k: 1.0}, groups)
-        return Bracket(at, at, 0.0)
-    n = u.size - 1
-    if x < u[0] or x > u[n] * (1 + rtol):
+    if near.size or u[n] < x <= u[n] * (1 + rtol):
+        k = int(near[np.argmin(np.abs(u[near] - x))]) if near.size else n
+        if x == u[k]:
+            return done({"point": [{k: 1.0}]})
+        slope = _slope_reading(u, k, x)
+        return done({"slope": slope}) if slope else None
+    if x < u[0] or x > u[n]:
         return None
-    if x > u[n]:  # just past the last configuration: no more loss than it (non-increasing)
-        upper = {n: 1.0}
-        lower = None
-        if n >= 1:
-            a = (x - u[n]) / (u[n] - u[n - 1])
-            lower = {n: 1.0 + a, n - 1: -a}
-        step = float(np.log2(x / u[n]))
-    else:
-        j = int(np.searchsorted(u, x) - 1)
-        h = u[j + 1] - u[j]
-        lam = (x - u[j]) / h
-        upper = {j: 1.0 - lam, j + 1: lam}
-        sides = []
-        if j >= 1:  # the secant through k, j carried right to x
-            k = _neighbour(u, j, -1, h / 2)
-            a = (x - u[j]) / (u[j] - u[k])
-            sides.append((1.0 - lam, {j: 1.0 + a, k: -a}))
-        if j + 2 <= n:  # the secant through j+1, k carried left to x
-            k = _neighbour(u, j + 1, 1, h / 2)
-            c = (u[j + 1] - x) / (u[k] - u[j + 1])
-            sides.append((lam, {j + 1: 1.0 + c, k: -c}))
-        lower = None
-        if sides:
-            total = sum(s for s, _ in sides)
-            lower = {}
-            for share, w in sides:
-                for g, v in w.items():
-                    lower[g] = lower.get(g, 0.0) + share / total * v
-        step = float(np.log2(u[j + 1] / u[j]))
-    upper_w = _spread(upper, groups)
+    j = int(np.searchsorted(u, x) - 1)
+    h = u[j + 1] - u[j]
+    lam = (x - u[j]) / h
+    chord = {j: 1.0 - lam, j + 1: lam}
+    step = np.log2(u[j + 1] / u[j])
     if interpolation == "chord":
-        return Bracket(upper_w, upper_w, step)
-    return Bracket(upper_w, None if lower is None else _spread(lower, groups), step)
+        return done({"chord": [chord]}, step=step)
+    readings = {"monotone": [{j: 1.0}, {j + 1: 1.0}]}
+    sides, bends = [], []
+    if j >= 1:  # the secant through k, j carried right to x
+        k = _neighbour(u, j, -1, h / 2)
+        sides.append((1.0 - lam, _carried(u, j, k, x)))
+        bends.append({j + 1: 1 / h, j: -1 / h - 1 / (u[j] - u[k]), k: 1 / (u[j] - u[k])})
+    if j + 2 <= n:  # the secant through j+1, k carried left to x
+        k = _neighbour(u, j + 1, 1, h / 2)
+        sides.append((lam, _carried(u, j + 1, k, x)))
+        d = u[k] - u[j + 1]
+        bends.append({k: 1 / d, j + 1: -1 / d - 1 / h, j: 1 / h})
+    if sides:
+        total = sum(s for s, _ in sides)
+        mixed: dict[int, float] = {}
+        for share, w in sides:
+            for g, v in w.items():
+                mixed[g] = mixed.get(g, 0.0) + share / total * v
+        readings["convex"] = readings["concave"] = [chord, mixed]
+    if len(sides) == 2:
+        readings["either bend"] = [chord] + [w for _, w in sides]
+    return done(readings, bends, step)
 
 
 def frontier_candidates(
@@ -319,39 +339,25 @@ def frontier_candidates(
     labels = list(bits)
     b = np.array([bits[lb] for lb in labels], dtype=np.float64)
     x = float(x)
-    if b.size == 0 or x < b.min() * (1 - AT_RTOL) or x > b.max() * (1 + rtol):
+    if b.size == 0 or x < b.min() or x > b.max() * (1 + rtol):
         return None
-    out: list[dict[str, float]] = [
-        {lb: 1.0} for lb, bi in zip(labels, b, strict=True) if bi <= x * (1 + AT_RTOL)
-    ]
+    out: list[dict[str, float]] = [{lb: 1.0} for lb, bi in zip(labels, b, strict=True) if bi <= x]
     for i, j in ((i, j) for i in range(b.size) for j in range(b.size)):
-        if b[i] < x < b[j] and abs(b[i] - x) > AT_RTOL * x and abs(b[j] - x) > AT_RTOL * x:
+        if b[i] < x < b[j]:
             lam = (x - b[i]) / (b[j] - b[i])
             out.append({labels[i]: float(1.0 - lam), labels[j]: float(lam)})
     return out
 
 
-def bracket_differences(
-    test: np.ndarray, reference: Mapping[str, np.ndarray], bracket: Bracket
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per trajectory, (low end, high end) of the test's value minus the reference's at its
-    bits: ``test - chord`` and ``test - lower bound`` (+inf without a lower bound);
-    ``reference``: label -> one value per trajectory, in the test's order.
+def combine(weights: Mapping[str, float], values: Mapping[str, np.ndarray]) -> np.ndarray:
+    """One combination of the reference's per-trajectory ``values`` (label -> array).
 
-    >>> b = convex_bracket(1.5, {"r1": 1.0, "r2": 2.0, "r3": 3.0})
+    >>> b = bracket_at(1.5, {"r1": 1.0, "r2": 2.0, "r3": 3.0})
     >>> ref = {"r1": np.array([0.3]), "r2": np.array([0.1]), "r3": np.array([0.05])}
-    >>> [round(float(v[0]), 12) for v in bracket_differences(np.array([0.2]), ref, b)]
-    [0.0, 0.075]
+    >>> [round(float(combine(w, ref)[0]), 12) for w in b.readings["convex"]]
+    [0.2, 0.125]
     """
-    y = np.asarray(test, dtype=np.float64)
-
-    def combined(weights: Mapping[str, float]) -> np.ndarray:
-        return cast(
-            np.ndarray,
-            sum(w * np.asarray(reference[r], dtype=np.float64) for r, w in weights.items()),
-        )
-
-    low_end = y - combined(bracket.upper)
-    if bracket.lower is None:
-        return low_end, np.full_like(y, np.inf)
-    return low_end, y - combined(bracket.lower)
+    return cast(
+        np.ndarray,
+        sum(w * np.asarray(values[r], dtype=np.float64) for r, w in weights.items()),
+    )

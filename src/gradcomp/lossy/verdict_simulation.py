@@ -18,7 +18,7 @@ default run's slope) plus its own noise. Bits per entry are fixed per configurat
 0.05% jitter.
 
 The truth is a **curve**, not a set of points: each kept set has a true loss-increase curve
-in bits (:class:`Shape`: convex and non-increasing, smooth, steep or kinked), the reference's
+in bits (:class:`Shape`: non-increasing; convex, smooth, steep or kinked, or an S), the reference's
 configurations sit on it (``mu`` of a :class:`Config` moves one off it, e.g. a dominated
 point), and a test configuration's truth is set by its question's ``match``: ``kept_set`` on
 its kept set's curve at its bits, ``frontier`` on the reference's operational curve (the lower
@@ -31,8 +31,9 @@ reference over five kept sets with a +0.1-nat kink at 1 bit per kept value, quan
 configurations on two kept sets, dense compressors against the front, one test against the
 uncompressed aggregate), :func:`sparse_scenario` (three reference points over 2 in log2
 bits on a convex curve, gentle or steep), :func:`kinked_scenario` (a +0.1 step between the
-first two reference points, like uniform's R1) and :func:`dense_scenario` (a point every
-0.2 in log2 bits).
+first two reference points, like uniform's R1), :func:`dense_scenario` (a point every
+0.2 in log2 bits) and :func:`s_scenario` (an S, and tests within 0.1% of a reference
+point, down the kink's slope too; ``s_precise`` with a fifth of the noise).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ __all__ = [
     "dense_scenario",
     "kinked_scenario",
     "replicate",
+    "s_scenario",
     "simulate",
     "sparse_scenario",
     "true_loss",
@@ -66,13 +68,18 @@ __all__ = [
 class Shape:
     """A true loss-increase curve of bits per entry ``b`` (nats): ``floor + amplitude *
     2^(-b / halving)`` plus the piecewise-linear curve through ``knots`` ((bits, value)
-    pairs; flat past the last, its first slope carried before the first). Convex and
-    non-increasing for amplitude >= 0 and knots whose slopes rise to at most 0."""
+    pairs; flat past the last, its first slope carried before the first) plus a logistic
+    step ``step / (1 + exp((b - centre) / width))``. Non-increasing for amplitude, step >= 0
+    and knots whose slopes rise to at most 0; convex without the step, an S with it (concave
+    below ``centre``, convex above), as uniform's curve on a small kept set."""
 
     floor: float = 0.0
     amplitude: float = 0.0
     halving: float = 1.0
     knots: tuple[tuple[float, float], ...] = ()
+    step: float = 0.0
+    centre: float = 0.0
+    width: float = 0.1
 
     def __post_init__(self) -> None:
         if self.knots:
@@ -84,6 +91,8 @@ class Shape:
 
     def __call__(self, bits: float) -> float:
         out = self.floor + self.amplitude * 2.0 ** (-float(bits) / self.halving)
+        if self.step:
+            out += self.step / (1.0 + np.exp((float(bits) - self.centre) / self.width))
         if self.knots:
             b = np.array([k[0] for k in self.knots])
             y = np.array([k[1] for k in self.knots])
@@ -338,6 +347,34 @@ def dense_scenario() -> Scenario:
     return replace(sparse, reference=reference)
 
 
+def s_scenario(precise: bool = False) -> Scenario:
+    """Shapes a bracket for one bend misses, and tests at a reference's bits but for 0.1%.
+    Top-K 10%: an S, a 0.08-nat logistic step centred at 1.5 bits per entry (width 0.05),
+    reference points every 0.2 from 1 to 2 bits; tests between them (1.3, 1.45, 1.55, 1.7:
+    the chord and the secants beside it coincide at 1.45 and 1.55, 0.0033 nats below the
+    curve) and 0.05% off 1.4 and 1.6. Top-K 45.2%: the default run's kink (-1.4 nats per
+    bit past 1.58 bits), reference points at 1.583, 1.70, 1.807 and 2.118, a test 0.06%
+    above the first (0.0013 nats down the kink). Own noise 0.01 nats per
+    trajectory (``precise``: 0.002), half that for the tests."""
+    sd = 0.002 if precise else 0.01
+    shapes = {
+        K10: Shape(step=0.08, centre=1.5, width=0.05),
+        K45: default_scenario().shapes[K45],
+    }
+    reference = {
+        "uniform": _configs(K10, [(i + 1, 1.0 + 0.2 * i, 0.02, sd) for i in range(6)]),
+        "uniformk45": _configs(K45, [(r, b, 0.02, sd) for r, b in
+                                     ((1, 1.583), (2, 1.70), (3, 1.807), (4, 2.118))]),
+    }  # fmt: skip
+    near = [(5 + i, b, 0.02, sd / 2) for i, b in enumerate(
+        (1.3, 1.45, 1.55, 1.7, 1.4 * 1.0005, 1.6 * 0.9995))]  # fmt: skip
+    tests = (
+        TestCurve("quantizer", _configs(K10, near), "kept_set"),
+        TestCurve("quantizerk45", _configs(K45, [(1, 1.583 * 1.0006, 0.02, sd / 2)]), "kept_set"),
+    )
+    return Scenario(shapes=shapes, reference=reference, tests=tests)
+
+
 #: Scenario name -> builder, for the tests and the benchmark.
 SCENARIOS = {
     "default": default_scenario,
@@ -345,6 +382,8 @@ SCENARIOS = {
     "steep": lambda: sparse_scenario(steep=True),
     "kinked": kinked_scenario,
     "dense": dense_scenario,
+    "s": s_scenario,
+    "s_precise": lambda: s_scenario(precise=True),
 }
 
 

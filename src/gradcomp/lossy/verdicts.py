@@ -13,11 +13,11 @@ set), at the bits it measurably spends, against
 Per trajectory (warm start, seed) the difference is the test's test loss minus the
 reference's at matched bits (nats; negative = lower loss for the same bits), known to lie
 between two linear contrasts where the reference has to be read between its configurations
-(the chord and the neighbouring secants carried to the test's bits, on either side of a
-curve of one bend:
-:func:`gradcomp.lossy.matched_bits.convex_bracket`); the accuracy likewise (positive =
-better). Both ends go through the two-level design (:mod:`gradcomp.lossy.nested`): interval
-over the warm starts, each the mean of its seeds, and the bracket's width charged
+or within 0.1% of one, by the reading its own points support (``interpolation``: convex,
+concave, either bend, monotone, slope; :mod:`gradcomp.lossy.matched_bits`,
+:mod:`gradcomp.lossy.bracket_choice`); the accuracy likewise (positive = better). Both ends
+go through the two-level design (:mod:`gradcomp.lossy.nested`): interval over the warm
+starts, each the mean of its seeds, and the bracket's width charged
 (:func:`gradcomp.lossy.nested.bounded_test`).
 
 The questions form declared **families** (``family``), and each family is adjusted by Holm's
@@ -31,8 +31,9 @@ method on its own. Each question is answered with one of
 
 Each row also states the bracket's width (``interp_bound``) and the largest step between
 the reference configurations it leans on (``step_log2``, log2 bits), the smallest difference
-the design detects with the configured power at level ``alpha / m`` (Holm's first step, m
-questions of the family: a conservative bound, the bracket's width added), the share of the
+the design detects either way with the configured power at level ``alpha / m`` (Holm's
+first step, m questions of the family; wherever the curve lies in the bracket; on the front
+beating every candidate: tests/test_detectable_power.py), the share of the
 variance between warm starts (one-way ANOVA), which reference configurations the contrasts
 use and which of those are dominated by another configuration of the reference. The
 procedure's coverage under nulls and shapes that break a chord, and its power, are checked by
@@ -51,12 +52,8 @@ import pandas as pd
 from gradcomp import reporting
 from gradcomp.artifacts import write_text, write_tsv
 from gradcomp.compression.specs import variant_label
-from gradcomp.lossy.matched_bits import (
-    bracket_differences,
-    convex_bracket,
-    frontier_candidates,
-    pareto_front,
-)
+from gradcomp.lossy.bracket_choice import choose, difference_ends
+from gradcomp.lossy.matched_bits import bracket_at, frontier_candidates, pareto_front
 from gradcomp.lossy.max_contrast import MaxContrastTest, max_contrast_test
 from gradcomp.lossy.nested import bounded_test, decide, decided_interval, variance_components
 from gradcomp.lossy.paired import holm, seed_means
@@ -110,32 +107,22 @@ def _wide(rows: pd.DataFrame, trajectories: pd.MultiIndex, what: str) -> dict[st
     return out
 
 
-def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc):
+def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc, units):
     """Per trajectory (low, high) ends of the loss and accuracy differences to the reference
-    curve on ``kept_set`` at ``x`` bits, and what was used; or None and why not."""
-    interpolation = question.get("interpolation") or "convex"
+    curve on ``kept_set`` at ``x`` bits, each read as its own points support
+    (:mod:`gradcomp.lossy.bracket_choice`), and what was used; or None and why not."""
     pool = {lb: ref["bits"][lb] for lb in ref["labels"] if kept[lb] == kept_set}
     if not pool:
         return None, f"{question['reference']} has no configuration on {kept_set}"
-    b = convex_bracket(x, pool, interpolation=interpolation)
+    b = bracket_at(x, pool, interpolation=question.get("interpolation") or "convex")
     if b is None:
         lo, hi = min(pool.values()), max(pool.values())
         return None, (
             f"{x:.4g} bits lie outside {question['reference']}'s {lo:.4g}-{hi:.4g} on {kept_set}"
         )
-    loss = _ordered(*bracket_differences(y_loss, ref["loss"], b))
-    a_chord, a_secant = bracket_differences(y_acc, ref["acc"], b)
-    # accuracy rises with bits: without a secant bound the chord end is the high one
-    acc = _ordered(a_chord, np.where(np.isfinite(a_secant), a_secant, -np.inf))
-    return (loss, acc, b.used, b.step_log2), ""
-
-
-def _ordered(one: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(low end, high end): the two ends by their means (the curve's measured bend says
-    which of chord and secant lies above); an infinite end stays on its side."""
-    if np.isinf(one).any() or np.isinf(other).any():
-        return (one, other) if np.isinf(other).all() and other[0] > 0 else (other, one)
-    return (one, other) if one.mean() <= other.mean() else (other, one)
+    kind, ends = choose(b, ref["loss"], units)
+    acc = difference_ends(y_acc, ref["acc"], choose(b, ref["acc"], units)[1])
+    return (difference_ends(y_loss, ref["loss"], ends), acc, b.used(kind), b.step_log2, kind), ""
 
 
 def _frontier_tests(x, ref, question, y_loss, y_acc, units):
@@ -213,7 +200,9 @@ def _question_rows(
             )
             dominated = {lb for lb, on in zip(ref["labels"], front, strict=True) if not on}
             if question["match"] == "kept_set":
-                found, why = _kept_set_ends(x, ref, kept_sets, kept_set, question, y_loss, y_acc)
+                found, why = _kept_set_ends(
+                    x, ref, kept_sets, kept_set, question, y_loss, y_acc, units
+                )
             else:
                 found, why = _frontier_tests(x, ref, question, y_loss, y_acc, units)
             if found is None:
@@ -222,7 +211,7 @@ def _question_rows(
                 described = {"reference_points": "", "reference_dominated": "",
                              "step_log2": np.nan, "note": f"not matched: {why}"}  # fmt: skip
             elif question["match"] == "kept_set":
-                loss_ends, acc_ends, used, step = found
+                loss_ends, acc_ends, used, step, base["interpolation"] = found
                 described = {
                     "reference_points": ",".join(used),
                     "reference_dominated": ",".join(lb for lb in used if lb in dominated),
@@ -263,9 +252,7 @@ def _row(base, described, lt, at, margin, units, loss_ends) -> dict[str, Any]:
         acc = {"acc_diff_mean": at.mean, "acc_diff_lo": at.lo, "acc_diff_hi": at.hi}
     share = np.nan
     if loss_ends is not None:
-        middle = 0.5 * (loss_ends[0] + np.where(np.isfinite(loss_ends[1]), loss_ends[1],
-                                                 loss_ends[0]))  # fmt: skip
-        between, within = variance_components(middle, units)
+        between, within = variance_components(0.5 * (loss_ends[0] + loss_ends[1]), units)
         if np.isfinite(between) and between + within > 0:
             share = between / (between + within)
     return {
@@ -428,9 +415,10 @@ def table_verdicts(
         "reference quantizer's curve on the same top-K fraction; frontier: the reference's "
         "operational curve over every top-K fraction, chosen without the warm start it is "
         "compared on); nats, negative = lower loss for the same bits. Between two reference "
-        "configurations the curve is bracketed by the chord above and the neighbouring "
-        "secants below (convex in bits); interp_bound is that bracket's width, charged in "
-        "the interval. Mean (the bracket's middle) [95% interval: the low end's lower and the "
+        "configurations the curve is bracketed as its points allow (interpolation: convex or "
+        "concave, the chord and the neighbouring secants; either bend; monotone; slope, within "
+        "0.1% of one); interp_bound is that bracket's width, charged in the interval. Mean "
+        "(the bracket's middle) [95% interval: the low end's lower and the "
         "high end's upper Student-t limit] over the warm starts, each the mean of its nested "
         f"seeds (two-level design). Holm families, each adjusted on its own: {families}. "
         f"Verdict: equivalent if the adjusted TOST p (|difference| >= {margin:g} nats) < "
@@ -439,8 +427,9 @@ def table_verdicts(
         "the family's Holm-adjusted level (alpha p / p_holm: it excludes 0 exactly when the "
         "adjusted test rejects; for equivalent the TOST interval, inside the margin; for "
         "undecided the hull of both); the unadjusted 95% interval is loss_diff_lo / _hi in "
-        f"verdicts.tsv. min_detectable: interp_bound plus the difference detected with "
-        f"{power:.0%} power at level {alpha:g}/m (Holm's first step, m the family's size). "
+        f"verdicts.tsv. min_detectable: the difference detected either way with {power:.0%} "
+        f"power at level {alpha:g}/m (Holm's first step, m the family's size), interp_bound "
+        "included. "
         "The reference configurations used, the bracket's largest step (log2 bits), the "
         "accuracy differences and the warm starts that would detect "
         f"{target:g} nats: verdicts.tsv. Coverage and power of this procedure: docs/results.md."
