@@ -343,8 +343,8 @@ Y5_NAMES = {
 def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     """Y5: how far above the rate-distortion bound each quantizer's M-weighted distortion
     lies, in dB at the coded bits it spends (its index entropy; ``gap_db`` of the distortion
-    study: its distortion over the bound's D(R) at those bits), one panel per M (at most six)
-    on one scale, the bound (the Blahut-Arimoto curve of the fitted GenNorm) the 0 dB line.
+    study: its distortion over the bound's D(R) at those bits), one panel per M (of more
+    than two, M = 0 and 2; T6 holds every M) on one scale, the bound (the Blahut-Arimoto curve of the fitted GenNorm) the 0 dB line.
     Points beyond the bound's resolved range (no ``gap_db``) are left out."""
     from gradcomp.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
 
@@ -354,7 +354,9 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     bound = rd[rd["quantizer"] == BOUND]
     quantizers = list(dict.fromkeys(points["quantizer"]))
     colours = assign(quantizers, DISTORTION_STUDY_COLORS)
-    Ms = sorted(rd["M"].unique())[: facets.MAX_PANELS]
+    Ms = sorted(rd["M"].unique())
+    if len(Ms) > 2:  # panels wide enough to read: mean squared error and the paper's M
+        Ms = [Ms[0], 2 if 2 in Ms else Ms[1]]
     rows = -(-len(Ms) // facets.MAX_COLS)
     fig, axes = facets.grid(len(Ms), height=1.6 + 4.1 * rows, sharex=True, sharey=True)
     for ax, M in zip(axes, Ms, strict=True):
@@ -371,9 +373,7 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     fig.supxlabel("coded bits per kept entry (index entropy)", fontsize=9)
     fig.supylabel("M-weighted distortion above the bound at the same bits (dB)", fontsize=9)
     top = float(points["gap_db"].max()) if len(points) else 1.0
-    axes[0].set_ylim(-0.05 * top, 2.0 * top)  # the legend above the curves
-    handles = facets.labelled(axes)
-    axes[-1].legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
-                    framealpha=0.9, bbox_to_anchor=(1.0, 0.91))  # fmt: skip
+    axes[0].set_ylim(-0.05 * top, 1.1 * top)
+    facets.legend_below(fig, axes, ncol=2)
     facets.title(fig, title)
     finish(fig, png)
