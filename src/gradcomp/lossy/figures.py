@@ -373,7 +373,9 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     fig.supxlabel("coded bits per kept entry (index entropy)", fontsize=9)
     fig.supylabel("M-weighted distortion above the bound at the same bits (dB)", fontsize=9)
     top = float(points["gap_db"].max()) if len(points) else 1.0
-    axes[0].set_ylim(-0.05 * top, 1.1 * top)
-    facets.legend_below(fig, axes, ncol=2)
+    axes[0].set_ylim(-0.05 * top, 2.0 * top)  # the legend above the curves
+    handles = facets.labelled(axes)
+    axes[-1].legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
+                    framealpha=0.9, bbox_to_anchor=(1.0, 0.91))  # fmt: skip
     facets.title(fig, title)
     finish(fig, png)
