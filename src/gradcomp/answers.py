@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -378,7 +379,8 @@ def _m_rows(table: pd.DataFrame) -> list[dict[str, str]]:
         group = group.sort_values("M")
         better = group[group["verdict"] == "better"]
         first = group.iloc[0]
-        method = first["reference_name"].removesuffix(" on the same kept set")
+        reference = first["reference_name"].removesuffix(" on the same kept set")
+        method = re.sub(r" M=\d+", "", reference)
         unit = "bit" if rate == 1 else "bits"
         if better.empty:
             word = "no M shown better than M=0: " + ", ".join(

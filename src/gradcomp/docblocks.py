@@ -242,17 +242,29 @@ def block_regime(tables: Path) -> str:
 def block_beside(tables: Path) -> str:
     """The default run's verdicts (``default/verdicts.tsv`` in the tables folder) beside this
     run's, on the questions both declared (:func:`gradcomp.lossy.verdict_comparison.beside`):
-    a row for each question both decide, the others counted."""
+    the words that differ with both intervals, the others listed by what the pair says."""
     both = beside(_verdicts(tables / "default"), _verdicts(tables))
-    counts = both["agreement"].value_counts()
-    shown = both[both["agreement"].isin(AGREEMENTS[:2])]
+    parts = [f"{len(both)} questions both runs declared."]
+    differ = both[both["agreement"] == AGREEMENTS[0]]
+    said = {AGREEMENTS[1]: "The same word in both",
+            AGREEMENTS[2]: "Decided in one run only (default / this run)",
+            AGREEMENTS[3]: "Undecided in both"}  # fmt: skip
+    words = {AGREEMENTS[1]: lambda r: f": {r['verdict_2']}",
+             AGREEMENTS[2]: lambda r: f": {r['verdict_1']} / {r['verdict_2']}",
+             AGREEMENTS[3]: lambda r: ""}  # fmt: skip
+    for agreement, lead in said.items():
+        own = both[both["agreement"] == agreement]
+        if not own.empty:
+            items = "; ".join(_short(r["question"]) + words[agreement](r)
+                              for _, r in own.iterrows())  # fmt: skip
+            parts.append(f"{lead} ({len(own)}): {items}.")
+    text = _wrap(f"Words that differ: {len(differ)}. " + " ".join(parts))
+    if differ.empty:
+        return text
     rows = [[_short(r["question"]), f"{r['verdict_1']} ({decided(_side(r, '_1'))})",
              f"{r['verdict_2']} ({decided(_side(r, '_2'))})"]
-            for _, r in shown.iterrows()]  # fmt: skip
-    summary = "; ".join(f"{counts[a]} {a}" for a in AGREEMENTS if a in counts)
-    return f"{len(both)} questions both runs declared: {summary}. Those both decide:\n\n" + _table(
-        ["question", "default run", "this run"], rows
-    )
+            for _, r in differ.iterrows()]  # fmt: skip
+    return text + "\n\n" + _table(["question", "default run", "this run"], rows)
 
 
 def _side(r: pd.Series, suffix: str) -> dict[str, object]:
