@@ -1,5 +1,5 @@
 """The answers table (gradcomp.answers): the README's block is what the module makes of the
-default run's tables (docs/tables); its words follow the tables it reads (hand-made tables
+tables in docs/tables (the decisive run's paper Y); its words follow the tables it reads (hand-made tables
 where the answer is known); the interval shown agrees with the word on the page itself
 (verdict tables made by the real procedure on simulated studies, read back from the
 Markdown); each claim carries the contrary finding the tables hold; a missing table leaves
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 MARGIN = 0.004
 
 
-def test_the_readme_block_is_the_default_runs_answers():
+def test_the_readme_block_is_what_docs_tables_give():
     """Planted bug: a number edited by hand in the README (the block then differs)."""
     readme = (REPO / "README.md").read_text()
     opening = begin("answers", "README.md")
