@@ -1,7 +1,7 @@
 """The answers table (gradcomp.answers): the README's block is what the module makes of the
-tables in docs/tables (the decisive run's paper Y); its words follow the tables it reads (hand-made tables
-where the answer is known); the interval shown agrees with the word on the page itself
-(verdict tables made by the real procedure on simulated studies, read back from the
+tables in docs/tables (the decisive run's paper Y); its words follow the tables it reads
+(hand-made tables where the answer is known); the interval shown agrees with the word on the
+page itself (verdict tables made by the real procedure on simulated studies, read back from the
 Markdown); each claim carries the contrary finding the tables hold; a missing table leaves
 its questions out."""
 
@@ -257,8 +257,8 @@ def test_the_m_question_lists_every_m_with_its_word_and_the_contrary_rate(tmp_pa
                            reference_name="GenNorm Lloyd M=0 on the same kept set",
                            family="M against M0")  # fmt: skip
 
-    rows = [vs0(1, 1, "better", -0.005), vs0(2, 1, "better", -0.009), vs0(3, 1, "undecided", -0.002),
-            vs0(2, 2, "worse", 0.006),
+    rows = [vs0(1, 1, "better", -0.005), vs0(2, 1, "better", -0.009),
+            vs0(3, 1, "undecided", -0.002), vs0(2, 2, "worse", 0.006),
             verdict_row("gennorm R1 M2 on top-K 45.2% vs uncompressed", "worse", 0.01, 0.005,
                         0.015, match="exact", reference="exact", M=2, rate=1)]  # fmt: skip
     pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)

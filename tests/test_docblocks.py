@@ -130,5 +130,6 @@ def test_the_default_beside_this_run_puts_differing_words_first(tmp_path: Path) 
     block = BLOCKS["beside"](tmp_path)
     assert block.startswith("Words that differ: 1.")
     table = block.split("\n\n", 1)[1].split("\n")
-    assert len(table) == 3 and table[2].startswith("| " + this.loc[flipped, "question"].split(" on ")[0])
+    flipped_question = this.loc[flipped, "question"].split(" on ")[0]
+    assert len(table) == 3 and table[2].startswith("| " + flipped_question)
     assert f"{len(this) - 1} questions both runs declared." in " ".join(block.split())

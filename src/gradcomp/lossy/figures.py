@@ -344,7 +344,8 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     """Y5: how far above the rate-distortion bound each quantizer's M-weighted distortion
     lies, in dB at the coded bits it spends (its index entropy; ``gap_db`` of the distortion
     study: its distortion over the bound's D(R) at those bits), one panel per M (of more
-    than two, M = 0 and 2; T6 holds every M) on one scale, the bound (the Blahut-Arimoto curve of the fitted GenNorm) the 0 dB line.
+    than two, M = 0 and 2; T6 holds every M) on one scale, the bound (the Blahut-Arimoto
+    curve of the fitted GenNorm) the 0 dB line.
     Points beyond the bound's resolved range (no ``gap_db``) are left out."""
     from gradcomp.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
 
