@@ -39,6 +39,7 @@ __all__ = [
     "answers_markdown",
     "check_agreement",
     "decided",
+    "first_model",
     "markdown_of",
     "scope",
 ]
@@ -73,6 +74,12 @@ def _end(x: float, margin: float) -> str:
 def _g(term: str, anchor: str, docs: str) -> str:
     """``term`` linked to its glossary entry."""
     return f"[{term}]({docs}glossary.md#{anchor})"
+
+
+def first_model(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``table`` (with a ``model`` column) for its first model by name: the one
+    the answers and the docs quote."""
+    return table[table["model"] == sorted(table["model"])[0]]
 
 
 def _by_model(values: Mapping[str, str]) -> str:
@@ -450,7 +457,7 @@ def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
     rates where another design is nearer."""
     if t6 is None or t6.empty or t6["gap_bits"].isna().all():
         return []
-    t6 = t6[t6["model"] == sorted(t6["model"])[0]].dropna(subset=["gap_bits"])
+    t6 = first_model(t6).dropna(subset=["gap_bits"])
     parts, winners, others = [], [], []
     for M, rows in t6.groupby("M"):
         nearest = rows.loc[rows.groupby("R")["gap_bits"].idxmin()]
@@ -493,7 +500,7 @@ def answers(tables: str | Path, docs: str = "docs/") -> pd.DataFrame:
     folder = Path(tables)
     verdicts = _read(folder, "verdicts")
     if verdicts is not None and "model" in verdicts and not verdicts.empty:
-        verdicts = verdicts[verdicts["model"] == sorted(verdicts["model"])[0]]
+        verdicts = first_model(verdicts)
     rows: list[dict[str, str]] = []
     t2, t1 = _read(folder, "T2"), _read(folder, "T1")
     if t2 is not None and not t2.empty:
@@ -560,6 +567,6 @@ def markdown_of(tables: str | Path, docs: str = "docs/") -> str:
         margin = float(verdicts["margin"].iloc[0])
     text = answers_markdown(answers(tables, docs), docs, margin)
     if verdicts is not None and "units_for_target" in verdicts and not verdicts.empty:
-        first = verdicts[verdicts["model"] == sorted(verdicts["model"])[0]]
-        text += "\n" + textwrap.fill(scope(first), width=100, break_long_words=False) + "\n"
+        text += "\n" + textwrap.fill(scope(first_model(verdicts)), width=100,
+                                     break_long_words=False) + "\n"  # fmt: skip
     return text

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradcomp.answers import _num, decided, markdown_of
+from gradcomp.answers import _num, decided, first_model, markdown_of
 from gradcomp.artifacts import write_text
 from gradcomp.figure_catalogue import gallery_block, headline_block
 from gradcomp.lossy.distortion_study import DESIGN_NAMES
@@ -69,8 +69,7 @@ def _read(tables: Path, name: str) -> pd.DataFrame:
 
 
 def _verdicts(tables: Path) -> pd.DataFrame:
-    v = _read(tables, "verdicts")
-    return v[v["model"] == sorted(v["model"])[0]]
+    return first_model(_read(tables, "verdicts"))
 
 
 def _ci(mean: float, lo: float, hi: float) -> str:
@@ -290,7 +289,7 @@ def block_paper_l(tables: Path) -> str:
 def block_limit(tables: Path) -> str:
     """T6: each quantizer's distance to R(D) of the fitted GenNorm, bits, per M and rate."""
     t6 = _read(tables, "T6")
-    t6 = t6[t6["model"] == sorted(t6["model"])[0]]
+    t6 = first_model(t6)
     t6 = t6[~t6["quantizer"].str.contains("survivors|gauss")]
     gap = t6.pivot_table(index=["M", "R"], columns="quantizer", values="gap_bits")
     names = list(gap.mean().sort_values().index)
