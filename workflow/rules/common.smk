@@ -146,7 +146,7 @@ def warm_start_common_settings(wildcards):
     """WarmStartSettings keyword arguments of the common pre-training: the warm starts' batch
     size and lr, its own epochs and seed, over the whole pool."""
     own = plain(WARM_START_COMMON)
-    return dict(model=wildcards.model, seed=own.get("seed", 0), epochs=own["epochs"], batch_size=WARM_START["batch_size"], lr=WARM_START["lr"], test_images=LOSSY.test_images, **STUDY.model_class(wildcards.model))
+    return dict(model=wildcards.model, seed=own["seed"], epochs=own["epochs"], batch_size=WARM_START["batch_size"], lr=WARM_START["lr"], test_images=LOSSY.test_images, **STUDY.model_class(wildcards.model))
 
 
 def one_round_variants(wildcards):
