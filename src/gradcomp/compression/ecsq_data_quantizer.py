@@ -27,15 +27,16 @@ from typing import ClassVar, cast
 import numpy as np
 import torch
 
-from gradcomp.compression.ecsq_quantizer import DESIGN_STEPS, ECSQQuantizer
+from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
 from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.ecsq import cell_centroids, ecsq_design, m_weights
 
 __all__ = ["DESIGN_POINTS", "ECSQDataQuantizer"]
 
-#: The order statistics a design runs on (its cost per tensor does not grow with the tensor).
-DESIGN_POINTS = 1000
+#: The order statistics a design runs on (its cost per tensor does not grow with the tensor),
+#: and the bisection steps of its Lagrange multiplier.
+DESIGN_POINTS, DESIGN_STEPS = 1000, 16
 #: The field that says how many levels follow.
 COUNT_BITS = 16
 

@@ -1,30 +1,35 @@
 """``ecsq``: the entropy-constrained scalar quantizer of a fitted law under the ``|g|^M``
-weighted distortion (:mod:`gradcomp.quantization.ecsq`), designed for the bits its indices
-cost under the Huffman code that sends them.
+weighted distortion (:func:`gradcomp.quantization.ecsq_law.ecsq_for_law`), designed for the
+bits its indices cost under the Huffman code that sends them.
 
 Like ``lloyd`` (its default ``fit_to="update"``), per tensor the family is fitted with loc 0
 to the whole update and the design is for its law beyond tau, the smallest kept magnitude;
 the side information is the same float32 values (the shape, scale and tau), and the receiver
-designs the same levels from them. The design minimises ``D + lambda L`` with ``L`` the
-Huffman code lengths of the cells' probabilities, ``lambda`` searched so that the mean code
-length is at most ``target_bits`` per sent value (any real number from 1: a Huffman code
-spends at least a bit on each value once there are two levels); the spec's ``rate`` is the
-target rounded up, the label of its run, as ``uniform``'s ``levels`` gives its rate. The
-design keeps at most ``2^(rate + 2)`` levels (:meth:`ECSQQuantizer.n_symbols`, the alphabet of
-the code table), and the values are labelled by the design's thresholds, not by their
-nearest level: at low rate the cell around zero is wider than its neighbours' half-gaps.
+designs the same levels from them. The design is the best lattice of thresholds in
+``|g|^(1 + M/2)`` (its zero cell placed by the search) whose Huffman code of the cells'
+probabilities has a mean length of at most ``target_bits`` per sent value (any real number
+from 1: a Huffman code spends at least a bit on each value once there are two levels); the
+spec's ``rate`` is the target rounded up, the label of its run, as ``uniform``'s ``levels``
+gives its rate. The values are labelled by the design's thresholds, not by their nearest
+level (at low rate the cell around zero is wider than its neighbours' half-gaps).
+
+The alphabet is the design's: as many levels as its lattice needs to reach the law's tail
+(up to :data:`~gradcomp.quantization.ecsq_law.MAX_LEVELS`; a cap of 2^(R+2) levels cost
+0.3-1 bit at 3-5 bits on heavy tails), and the code table covers them, at least
+:meth:`ECSQQuantizer.n_symbols`. The table's cost grows with it (its width in bits per
+level: GenNorm beta 1, M = 2: about 200 levels at 2 bits, 1,000 at 4).
 
 The design's rate is that of the law; what is sent is counted as for every kind: the
-Huffman code of the tensor's own indices with its table. A design costs 0.1-1 s on the
-CPU (600 cells of the law, 16 bisection steps of ``lambda``); designs are kept, so the
+Huffman code of the tensor's own indices with its table. A design costs 0.1-2 s on the CPU
+(a few hundred closed-form evaluations of the law's cells); designs are kept, so the
 receiver in the same process and repeated laws do not pay twice.
 
 >>> import torch
 >>> g = torch.distributions.Laplace(0.0, 1e-3).sample((5000,)).double()
 >>> q = ECSQQuantizer(2, "laplace", M=0.0, target_bits=1.5)
 >>> sent = q.encode(g, "w", full=g)
->>> int(sent.levels.size) <= q.n_symbols(), int(sent.indices.max()) < sent.levels.size
-(True, True)
+>>> int(sent.indices.max()) < sent.levels.size <= MAX_LEVELS
+True
 """
 
 from __future__ import annotations
@@ -37,13 +42,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gradcomp.compression.lloyd_quantizer import LloydQuantizer
-from gradcomp.quantization.ecsq import ecsq_for_law
+from gradcomp.quantization.ecsq_law import MAX_LEVELS, ecsq_for_law
 
 __all__ = ["ECSQQuantizer", "ecsq_levels"]
-
-#: Cells of the law the design runs on, and bisection steps of lambda: the compressor's
-#: cost per tensor (the library's defaults, 4000 and 32, are for the reference curves).
-DESIGN_POINTS, DESIGN_STEPS = 1000, 16
 
 
 @lru_cache(maxsize=1024)
@@ -53,8 +54,7 @@ def ecsq_levels(
     """(levels (L,), thresholds (L - 1,)), sorted, read only, of the Huffman-constrained
     design of the law ``family`` with scipy ``params`` (a tuple of items) beyond ``tau``."""
     got = ecsq_for_law(family, dict(params), M=M, rate=target_bits, lengths="huffman",
-                       tau=tau, max_levels=max_levels, n_points=DESIGN_POINTS,
-                       iters=DESIGN_STEPS)  # fmt: skip
+                       tau=tau, max_levels=max_levels)  # fmt: skip
     levels, thresholds = got.levels.copy(), got.thresholds.copy()
     levels.setflags(write=False)
     thresholds.setflags(write=False)
@@ -120,7 +120,12 @@ class ECSQQuantizer(LloydQuantizer):
         return self.n_symbols()
 
     def n_symbols(self) -> int:
+        """The least alphabet of the code table: 2^(R+2)."""
         return 2 ** (self.rate + 2)
+
+    def table_size(self, n_levels: int) -> int:
+        """The design's levels, when more than :meth:`n_symbols`, widen the code table."""
+        return max(self.n_symbols(), n_levels)
 
     def _design_ahead(self, sides: list[dict[str, float]]) -> None:
         """Nothing: each tensor's design is kept by :func:`ecsq_levels`."""
@@ -128,7 +133,7 @@ class ECSQQuantizer(LloydQuantizer):
     def _designed(self, side: dict[str, float], name: str, step: int):
         params, tau = self._law(side)
         levels, thresholds = ecsq_levels(self.family, tuple(params.items()), self.M, tau,
-                                         self.target_bits, self.n_symbols())  # fmt: skip
+                                         self.target_bits, MAX_LEVELS)  # fmt: skip
         if not (np.all(np.isfinite(levels)) and np.all(np.isfinite(thresholds))):
             raise FloatingPointError(f"non-finite ECSQ design {levels}")
         return levels, thresholds

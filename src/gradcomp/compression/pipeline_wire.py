@@ -12,9 +12,10 @@ A tensor's record body, field by field (docs/wire.md has the table per kind):
 3. when values are sent (n > 0): the kind's side information
    (:meth:`~gradcomp.compression.value_quantizers.ValueQuantizer.write_side`), then the values
    (a value kind: n numbers of its ``wire_dtype``) or the level indices: with ``huffman``
-   a code table (u8 width w, then the alphabet's codeword lengths at w bits, unless the kind's
-   code is known to both ends: QSGD's Elias code, the sign's one-bit code) and the code's
-   bitstream; without, n indices at the kind's fixed width.
+   a code table (u8 width w, then the codeword lengths at w bits of the kind's alphabet, or
+   of the levels its side information gives for a kind whose design sizes its alphabet;
+   unless the kind's code is known to both ends: QSGD's Elias code, the sign's one-bit
+   code) and the code's bitstream; without, n indices at the kind's fixed width.
 
 Tensors with ``min_entries`` entries or fewer are the raw kind ``none`` (float32 values).
 """
@@ -78,7 +79,9 @@ def _write_tensor(quantizer: ValueQuantizer, p, numel: int) -> bytes:
         w.array(q.values.detach().cpu().numpy(), quantizer.wire_dtype)
     elif p.bitstream is not None:
         if quantizer.known_code() is None:
-            if not isinstance(p.code, HuffmanCode) or p.code.n_symbols != quantizer.n_symbols():
+            levels = quantizer.n_symbols() if q.levels is None else len(q.levels)
+            table = quantizer.table_size(levels)
+            if not isinstance(p.code, HuffmanCode) or p.code.n_symbols != table:
                 raise TypeError(f"no byte format for the entropy code {p.code!r} of {q.kind}")
             w.u8(p.code.length_width)
             w.uints(p.code.lengths, p.code.length_width)
@@ -122,11 +125,12 @@ def _read_indices(
     r: FieldReader, quantizer: ValueQuantizer, n: int, huffman: bool, n_levels: int
 ) -> np.ndarray:
     """The n level indices: a coded stream (table first unless the code is known) or fixed;
-    each below ``n_levels``, the levels the side information gave (at most the alphabet: a
-    design may use fewer levels than its alphabet covers)."""
-    L = quantizer.n_symbols()
+    each below ``n_levels``, the levels the side information gave (a design may use fewer
+    levels than the kind's alphabet covers; the table covers
+    :meth:`~gradcomp.compression.value_quantizers.ValueQuantizer.table_size`)."""
+    L = quantizer.table_size(n_levels)
     if not huffman:
-        idx = r.uints(n, level_bits(L), "indices")
+        idx = r.uints(n, level_bits(quantizer.n_symbols()), "indices")
     else:
         code = quantizer.known_code()
         if code is None:

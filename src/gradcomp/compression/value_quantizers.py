@@ -165,6 +165,12 @@ class ValueQuantizer:
         """Alphabet size of the level indices a level kind sends (what a code table covers)."""
         raise NotImplementedError(f"{self.kind} sends values, not level indices")
 
+    def table_size(self, n_levels: int) -> int:
+        """The symbols a tensor's code table covers when its side information gives
+        ``n_levels`` levels: the alphabet (:meth:`n_symbols`); a kind whose design sizes
+        its own alphabet covers its levels."""
+        return self.n_symbols()
+
     def known_code(self) -> Any:
         """The entropy code both ends know without a table (QSGD's Elias code, the sign's
         one-bit code), or None: a Huffman code table travels with the indices."""
