@@ -254,3 +254,38 @@ def test_t6_ranks_each_quantizer_by_its_gap(tmp_path):
     assert list(t6["model"]) == ["cnn"] * 3 + ["resnet"] * 3
     assert list(t6["quantizer"]) == ["b", "a", "c"] * 2
     assert "–" in (tmp_path / "T6.md").read_text()  # NaN shown as a dash, not "nan"
+
+
+LOW_BITS = [0.25, 0.5, 1.0]
+
+
+@pytest.fixture(scope="module")
+def low_table(values, full) -> pd.DataFrame:
+    real = study.distortion_rate_curve
+
+    def coarse(*args, **kwargs):
+        return real(*args, grid_size=300, n_sweep=10, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(study, "distortion_rate_curve", coarse)
+        return distortion_table(values, full, rates=[1], Ms=MS, low_bits=LOW_BITS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("M", MS)
+def test_below_one_bit_the_entropy_constrained_design_follows_the_bound(low_table, values, M):
+    """The arithmetic-coded design's points below 1.5 bits: one per target, its index
+    entropy near the target (the law is fitted to these entries), its distortion falling with
+    the bits and above the bound, within a few hundredths of a bit of R(D) (Gish-Pierce's
+    0.25 is a high-rate gap: at low rate the ECSQ nears R(D)); the bound reaches below them."""
+    own = low_table[(low_table["quantizer"] == study.LOW_BITS_DESIGN) & (low_table["M"] == M)]
+    own = own.set_index("rate_bits")
+    assert list(own.index) == LOW_BITS
+    assert np.all(np.abs(own["coded_bits"] - own.index) < 0.1), own["coded_bits"]
+    assert np.all(np.diff(own["distortion"].to_numpy()) < 0)
+    bound = points(low_table, BOUND, M)
+    assert bound.index.min() <= 0.05 + 1e-9
+    assert np.all(own["gap_bits"] > -0.01) and np.all(own["gap_bits"] < 0.15), own["gap_bits"]
+    # a dead zone at a quarter bit: M-weighted distortion below the zero quantizer's
+    zero = weighted(values, np.zeros_like(values), M)
+    assert own.loc[0.25, "distortion"] < zero

@@ -460,6 +460,8 @@ def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
     t6 = first_model(t6).dropna(subset=["gap_bits"])
     parts, winners, others = [], [], []
     for M, rows in t6.groupby("M"):
+        # the rates where designs compete (below one bit only the arithmetic-coded one goes)
+        rows = rows[rows.groupby("R")["quantizer"].transform("size") > 1]
         nearest = rows.loc[rows.groupby("R")["gap_bits"].idxmin()]
         counts = nearest["quantizer"].value_counts()
         name = min(counts.index, key=lambda n: (-counts[n], n))  # a tie: the first name

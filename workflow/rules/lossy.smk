@@ -137,6 +137,7 @@ rule distortion_study:
     params:
         tensor=y5_tensor,
         rates=list(DISTORTION.rates),
+        low_bits=list(DISTORTION.low_bits),
         Ms=sorted({v.M for v in LOSSY.variants} | {0}),
         slip=LOSSY.slip,
     log:

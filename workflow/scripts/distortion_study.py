@@ -13,5 +13,6 @@ distortion_study(
     tensor=sm.params.tensor,
     rates=sm.params.rates,
     Ms=sm.params.Ms,
+    low_bits=sm.params.low_bits,
     slip=sm.params.slip,
 )

@@ -11,7 +11,11 @@ M-weighted distortion
 is measured (:func:`gradcomp.quantization.distortion.m_weighted_distortion`), with the bits
 each spends: ``coded_bits``, the empirical entropy of its level indices on these entries
 (bits per kept entry: what an ideal entropy code of the indices spends, its table aside;
-the Gaussian test channel has no indices and counts its nominal R). The bound is
+the Gaussian test channel has no indices and counts its nominal R). Below 1.5 bits, where
+a Huffman code cannot go (it spends a bit per value once there are two levels), the
+entropy-constrained design is added at each target of ``low_bits`` (0.25, 0.5, ...: its
+row's ``rate_bits``), designed for the ideal code length that the arithmetic code of the
+``ecsq`` kind reaches (a zero cell over the smaller kept values). The bound is
 the Blahut-Arimoto distortion-rate curve, under the same distortion, of the GenNorm fitted
 (loc 0) to the whole update tensor and restricted to ``|g| >= tau`` (tau: the smallest kept
 magnitude): the law of what is quantized. Only the points its discretised grid resolves
@@ -24,6 +28,7 @@ coded bits in decibels (empty where the bound's resolved range does not reach).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,10 +56,16 @@ from gradcomp.reporting import write_table
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "BOUND", "DESIGN_NAMES", "distortion_study", "distortion_table", "kept_entries", "table_t6",
+    "BOUND", "DESIGN_NAMES", "LOW_BITS_DESIGN", "distortion_study", "distortion_table",
+    "kept_entries", "table_t6",
 ]  # fmt: skip
 
 BOUND = "bound (GenNorm of the update, |g| >= tau)"
+#: The entropy-constrained design at a target below 1.5 coded bits (``low_bits``).
+LOW_BITS_DESIGN = "ecsq gennorm, arithmetic (same M)"
+#: The bound's grid step in bits: its points are computed there and the gaps read between
+#: them (log-linearly), so a step of 0.05 keeps that reading within a few thousandths of a bit.
+BOUND_STEP = 0.05
 COLUMNS = ("M", "quantizer", "rate_bits", "coded_bits", "distortion", "gap_bits", "gap_db")
 
 
@@ -65,6 +76,7 @@ DESIGN_NAMES = {
     "lloyd gennorm (same M)": f"{names.law('gennorm')} Lloyd, same M",
     "lloyd gennorm, survivors fit": f"{names.law('gennorm')} Lloyd, fitted to the kept values",
     "ecsq gennorm (same M)": f"{names.law('gennorm')} {names.kind('ecsq')}, same M",
+    LOW_BITS_DESIGN: f"{names.law('gennorm')} {names.kind('ecsq')}, arithmetic-coded, same M",
     "ecsq data (same M)": f"{names.kind('ecsq_data')}, same M",
     "k-means (same M)": f"{names.kind('kmeans')}, same M",
     "lloyd gauss (M0)": f"{names.law('norm')} Lloyd M=0",
@@ -99,11 +111,13 @@ def distortion_table(
     *,
     rates: Sequence[int],
     Ms: Sequence[float],
+    low_bits: Sequence[float] = (),
     slip: bool = False,
 ) -> pd.DataFrame:
     """Rows ``(M, quantizer, rate_bits, distortion)`` for every quantizer, rate and M on the
-    kept entries ``values`` (1-D) of the update tensor ``full`` (1-D), plus the bound's
-    curve (quantizer :data:`BOUND`) on a fine grid."""
+    kept entries ``values`` (1-D) of the update tensor ``full`` (1-D), the entropy-constrained
+    design at each target of ``low_bits`` (coded bits per entry, :data:`LOW_BITS_DESIGN`),
+    plus the bound's curve (quantizer :data:`BOUND`) every :data:`BOUND_STEP` bits."""
     x = torch.as_tensor(np.asarray(values, dtype=np.float64).ravel())
     whole = torch.as_tensor(np.asarray(full, dtype=np.float64).ravel())
     tau = float(x.abs().min())
@@ -112,24 +126,28 @@ def distortion_table(
              tau, gennorm.params)  # fmt: skip
     rows = []
     for M in Ms:
-        for rate in rates:
-            for name, quantizer in study_quantizers(rate, M, slip=slip).items():
-                extra = {"full": whole} if quantizer.uses_full_tensor else {}
-                sent = quantizer.encode(x, "Y5 update", **extra)
-                x_hat = quantizer.decode(sent)
-                coded = float(rate)  # the channel's nominal rate: it has no indices
-                if sent.indices is not None:
-                    coded = entropy_bits(np.bincount(sent.indices.cpu().numpy()))
-                rows.append(
-                    {
-                        "M": M,
-                        "quantizer": name,
-                        "rate_bits": float(rate),
-                        "coded_bits": coded,
-                        "distortion": m_weighted_distortion(x, x_hat, M),
-                    }
-                )
-        grid = np.linspace(0.25, max(rates), 4 * max(rates))
+        designs = [(float(rate), name, quantizer) for rate in rates
+                   for name, quantizer in study_quantizers(rate, M, slip=slip).items()]
+        designs += [(float(b), LOW_BITS_DESIGN,
+                     ECSQQuantizer(math.ceil(b), "gennorm", M, target_bits=b)) for b in low_bits]
+        for rate_bits, name, quantizer in designs:  # fmt: skip
+            extra = {"full": whole} if quantizer.uses_full_tensor else {}
+            sent = quantizer.encode(x, "Y5 update", **extra)
+            x_hat = quantizer.decode(sent)
+            coded = rate_bits  # the channel's nominal rate: it has no indices
+            if sent.indices is not None:
+                coded = entropy_bits(np.bincount(sent.indices.cpu().numpy()))
+            rows.append(
+                {
+                    "M": M,
+                    "quantizer": name,
+                    "rate_bits": rate_bits,
+                    "coded_bits": coded,
+                    "distortion": m_weighted_distortion(x, x_hat, M),
+                }
+            )
+        top = max([*rates, *low_bits])
+        grid = np.arange(1, round(top / BOUND_STEP) + 1) * BOUND_STEP
         # Blahut-Arimoto's small matrix products run faster on one BLAS thread.
         with threadpool_limits(1):
             curve = distortion_rate_curve("gennorm", gennorm.params, M, rates=grid, tau=tau)
@@ -174,11 +192,12 @@ def distortion_study(
     tensor: str,
     rates: Sequence[int],
     Ms: Sequence[float],
+    low_bits: Sequence[float] = (),
     slip: bool = False,
 ) -> pd.DataFrame:
     """Y5's table for ``tensor`` of a run's update snapshot, written to ``out_tsv``."""
     kept, full = kept_entries(snapshot, tensor)
-    table = distortion_table(kept, full, rates=rates, Ms=Ms, slip=slip)
+    table = distortion_table(kept, full, rates=rates, Ms=Ms, low_bits=low_bits, slip=slip)
     write_tsv(out_tsv, table)
     return table
 

@@ -83,6 +83,8 @@ class DistortionStudy:
     M: int
     tensor: str
     rates: tuple[int, ...]
+    #: coded bits per kept entry (below 1.5) of the entropy-constrained design's added points
+    low_bits: tuple[float, ...]
     #: model -> the tensor quantized for that model (default ``tensor``)
     model_tensor: Mapping[str, str]
 
@@ -263,7 +265,7 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     d = c["distortion_study"]
     study = DistortionStudy(
         d["compressor"], d["rate"], d["M"], d["tensor"], tuple(d["rates"]),
-        freeze(d["model_tensor"]),
+        tuple(float(b) for b in d["low_bits"]), freeze(d["model_tensor"]),
     )  # fmt: skip
     in_full = study.compressor in full_runs or study.label in full_runs
     if study.label not in labels or not in_full:
