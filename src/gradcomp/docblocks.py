@@ -191,8 +191,8 @@ def _short(question: str) -> str:
     """A question label without its kept set's words (``on top-K 45.2%`` -> ``(45.2%)``, the
     test's bits of a question against one configuration joined in: ``(45.2%, 0.50 bits)``).
 
-    >>> _short("ecsq R1 M2 on top-K 45.2% (0.50 bits) vs gennorm R1 M2 (1.00 bits), same kept set")
-    'ecsq R1 M2 (45.2%, 0.50 bits) vs gennorm R1 M2 (1.00 bits), same kept set'
+    >>> _short("kmeans R1 M2 on top-K 45.2% (0.50 bits) vs uniform R2 M0 (1.00 bits), same kept")
+    'kmeans R1 M2 (45.2%, 0.50 bits) vs uniform R2 M0 (1.00 bits), same kept'
     """
     question = re.sub(r" on top-K ([\d.]+%) \(([\d.]+ bits)\)", r" (\1, \2)", question)
     return re.sub(r" on top-K ([\d.]+%)", r" (\1)", question).replace(" on dense", "")
