@@ -149,6 +149,47 @@ def test_paper_y_claims_carry_the_contrary_verdicts(tmp_path):
     assert len(table) == 3  # the top-K 10% question is no README row of its own
 
 
+def test_a_question_against_one_configuration_reads_with_both_bits(tmp_path):
+    """A question against one reference configuration (``reference_rate``) in a family of
+    its own: its README row asks about both configurations at their own bits and its number
+    states both, never "the same bits"; it is no evidence against the curve question of the
+    same test (nor that against it); T5 is no evidence against it (the curves at the same
+    loss; here BD-rate says the test's curve needs more bits, against "better"). Planted
+    bugs that fail it: reference_rate ignored in the rows taken as "the same test against
+    the same reference"; T5's BD-rate taken as evidence against it; the number saying "at
+    the same bits"."""
+    one = "ecsq R2 M2 on top-K 45.2% (0.50 bits) vs gennorm R1 M2 (1.00 bits), same kept set"
+    rows = [
+        verdict_row(one, "better", -0.02, -0.03, -0.01, family="coded bits", test="ecsq",
+                    test_curve="gennorm", test_point="ecsq/R2_M2", test_name="ecsq name",
+                    reference="gennorm", reference_M=2, reference_rate=1, rate=2,
+                    bits_per_entry=0.5, reference_bits=1.0,
+                    reference_name="GenNorm Lloyd M=2, 1 bit on the same kept set"),
+        verdict_row("ecsq R2 M2 on top-K 45.2% vs gennorm M2, kept set", "worse", 0.03, 0.01,
+                    0.05, family="coded bits", test="ecsq", test_curve="gennorm",
+                    test_point="ecsq/R2_M2", reference="gennorm", reference_M=2,
+                    reference_rate=None, rate=2, bits_per_entry=0.5),
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    t5 = [{"model": "cnn", "curve": "gennorm", "M": 2, "baseline": "gennorm",
+           "bd_rate_mean": 40.0, "verdict": "more bits"}]  # fmt: skip
+    pd.DataFrame(t5).to_csv(tmp_path / "T5.tsv", sep="\t", index=False)
+    table = answers(tmp_path)
+    direct = table[table["question"].str.contains("at its 1.00")]
+    assert len(direct) == 1 and len(table) == 2
+    (row,) = direct.to_dict("records")
+    assert row["question"] == (
+        "(beyond both papers) Does ecsq name at 0.50 bits per entry beat GenNorm Lloyd M=2, "
+        "1 bit on the same kept set at its 1.00?"
+    )
+    assert row["this study"] == "better"
+    assert row[NUMBER].endswith("at 0.50 bits per entry against the reference's 1.00")
+    assert row["the evidence against"] == "none found in the verdicts"
+    curve = table[~table.index.isin(direct.index)].iloc[0]
+    assert curve[NUMBER].endswith("at the same 0.50 bits per entry")
+    assert curve["the evidence against"] == "none found in the verdicts"
+
+
 def shown_intervals(markdown: str) -> list[tuple[str, float, float, float]]:
     """(word, lo, hi, margin) of every paper-Y row as the page shows it (read from the
     Markdown alone: the first bracket of the number column, the word's first token)."""

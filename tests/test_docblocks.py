@@ -133,3 +133,31 @@ def test_the_default_beside_this_run_puts_differing_words_first(tmp_path: Path) 
     flipped_question = this.loc[flipped, "question"].split(" on ")[0]
     assert len(table) == 3 and table[2].startswith("| " + flipped_question)
     assert f"{len(this) - 1} questions both runs declared." in " ".join(block.split())
+
+
+def test_a_question_against_one_configuration_reads_with_both_bits(tmp_path: Path) -> None:
+    """A verdict against one reference configuration (``reference_rate``): the verdicts block
+    shows its kept set and both bits in the question and both in the bits column; the
+    default-beside block matches it to the default run's question though their measured bits
+    differ (planted bugs: the merge on the label with its bits, which drops it; the bits
+    column with the test's bits alone)."""
+    this = pd.read_csv(TABLES / "verdicts.tsv", sep="\t")
+    this["reference_rate"], this["reference_bits"] = None, float("nan")
+    label = "ecsq R2 M2 on top-K 45.2% ({} bits) vs gennorm R1 M2 ({} bits), same kept set"
+    i = this.index[this["verdict"].isin(["better", "worse"])][0]
+    this.loc[i, ["question", "reference_rate", "reference_bits", "bits_per_entry"]] = [
+        label.format("0.50", "1.00"), 1, 1.0, 0.5,
+    ]  # fmt: skip
+    this.loc[i, "interpolation"] = "none"
+    (tmp_path / "default").mkdir()
+    other = this.copy()
+    other.loc[i, "question"] = label.format("0.51", "1.01")
+    other.loc[i, "verdict"] = {"better": "worse", "worse": "better"}[this.loc[i, "verdict"]]
+    other.to_csv(tmp_path / "default" / "verdicts.tsv", sep="\t", index=False)
+    this.to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    short = "ecsq R2 M2 (45.2%, 0.50 bits) vs gennorm R1 M2 (1.00 bits), same kept set"
+    assert f"| {short} | 0.50 vs 1.00 |" in BLOCKS["verdicts"](tmp_path)
+    beside = BLOCKS["beside"](tmp_path)
+    assert beside.startswith("Words that differ: 1.")
+    assert f"{len(this)} questions both runs declared." in " ".join(beside.split())
+    assert beside.split("\n\n", 1)[1].split("\n")[2].startswith(f"| {short} |")

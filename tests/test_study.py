@@ -146,12 +146,90 @@ BAD = [
         "lossy.verdicts.questions.0.M",
         {"lossy__verdicts__questions": [{"test": "gennorm", "reference": "uniform", "M": 5}]},
     ),  # noqa: E501
+    # one reference configuration: gennorm has R1, R2, R4 at M2 (no R3); none with exact;
+    # not the test configuration itself; on the same kept set only
+    (
+        "lossy.verdicts.questions.0.reference_rate",
+        {
+            "lossy__verdicts__questions": [
+                {
+                    "test": "kmeans",
+                    "M": 2,
+                    "rates": [1],
+                    "reference": "gennorm",
+                    "reference_M": 2,
+                    "reference_rate": 3,
+                }
+            ]
+        },
+    ),  # fmt: skip
+    (
+        "lossy.verdicts.questions.0.reference_rate",
+        {
+            "lossy__verdicts__questions": [
+                {"test": "gennorm", "M": 2, "rates": [1], "reference": "exact", "reference_rate": 1}
+            ]
+        },
+    ),  # fmt: skip
+    (
+        "lossy.verdicts.questions.0.reference_rate",
+        {
+            "lossy__verdicts__questions": [
+                {
+                    "test": "gennorm",
+                    "M": 2,
+                    "rates": [1],
+                    "reference": "gennorm",
+                    "reference_rate": 1,
+                }
+            ]
+        },
+    ),  # fmt: skip
+    (
+        "lossy.verdicts.questions.0.match",
+        {
+            "lossy__verdicts__questions": [
+                {
+                    "test": "kmeans",
+                    "M": 2,
+                    "rates": [1],
+                    "reference": "gennorm",
+                    "reference_rate": 1,
+                    "match": "frontier",
+                }
+            ]
+        },
+    ),  # fmt: skip
     # gauss runs only on the first warm start: not a curve of the primary pass
     (
         "lossy.verdicts.questions.0.test",
         {"lossy__verdicts__questions": [{"test": "gauss", "reference": "uniform", "M": 0}]},
     ),  # noqa: E501
 ]
+
+
+def test_a_question_against_one_reference_configuration() -> None:
+    """``reference_rate``: the reference is its one configuration at that rate and
+    reference_M (the test's M where it has it), matched on the kept set, read at its own bits
+    (interpolation none); the label names its rate (planted bugs: the rate dropped, so that
+    it is the curve question again; the test's M taken for an explicit reference_M)."""
+    questions = [
+        {"test": "ecsq", "M": 2, "rates": [2, 3], "reference": "gennorm", "reference_rate": 1},
+        {"test": "kmeans", "M": 2, "rates": [1], "reference": "gennorm", "reference_M": 0,
+         "reference_rate": 2},
+        {"test": "ecsq", "M": 2, "rates": [2], "reference": "gennorm"},
+    ]  # fmt: skip
+    study = load_study(config(lossy__verdicts__questions=questions), SCHEMA)
+    q = study.lossy.verdicts.questions
+    assert [(x.test, x.rate, x.reference, x.reference_M, x.reference_rate) for x in q] == [
+        ("ecsq", 2, "gennorm", 2, 1), ("ecsq", 3, "gennorm", 2, 1),
+        ("kmeans", 1, "gennorm", 0, 2), ("ecsq", 2, "gennorm", 2, None),
+    ]  # fmt: skip
+    assert [(x.match, x.interpolation) for x in q] == [("kept_set", "none")] * 3 + [
+        ("kept_set", "convex")
+    ]
+    assert q[0].label == "ecsq R2 M2 vs gennorm R1 M2, same kept set"
+    assert q[3].label == "ecsq R2 M2 vs gennorm M2, kept set"
 
 
 def test_train_settings_carry_the_checked_coders_only_where_a_model_streams() -> None:

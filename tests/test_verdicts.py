@@ -223,3 +223,91 @@ def test_rows_say_what_was_matched_and_leave_out_ideal_bits(tmp_path):
     assert table.loc["test/R1_M0", "step_log2"] == pytest.approx(1.0)
     assert table.loc["test/R2_M0", "step_log2"] == pytest.approx(np.log2(3.0))
     assert (table["note"] == "").all()
+
+
+#: test R1 (0.7 bits) against uniform's one configuration R2 (1.0 bits) and test R2 (2.0 bits)
+#: against uniform R4 (3.0 bits), each at its own bits: no reading between configurations
+ONE_CONFIGURATION = [
+    {"test": "test", "M": 0, "rate": 1, "reference": "uniform", "reference_M": 0,
+     "reference_rate": 2, "match": "kept_set", "interpolation": "none", "family": "direct"},
+    {"test": "test", "M": 0, "rate": 2, "reference": "uniform", "reference_M": 0,
+     "reference_rate": 4, "match": "kept_set", "interpolation": "none", "family": "direct"},
+]  # fmt: skip
+
+
+def _paired_by_hand(paths, test_rate, ref_rate):
+    """The loss difference test R``test_rate`` minus uniform R``ref_rate`` per warm start
+    (the mean of its seeds) read straight from the one-round tables, and scipy's paired t
+    interval over the warm starts (independent of gradcomp.lossy.nested)."""
+    data = pd.concat([pd.read_csv(p, sep="\t") for p in paths])
+    pick = lambda name, rate: data[(data["compressor"] == name) & (data["rate"] == rate)]  # noqa: E731
+    test = pick("test", test_rate).groupby("warm_start")["test_loss"].mean()
+    ref = pick("uniform", ref_rate).groupby("warm_start")["test_loss"].mean()
+    result = scipy.stats.ttest_rel(test.to_numpy(), ref.loc[test.index].to_numpy())
+    ci = result.confidence_interval(0.95)
+    return float((test - ref).mean()), float(ci.low), float(ci.high), float(result.pvalue)
+
+
+@pytest.mark.parametrize(
+    ("shift", "noise", "expected"),
+    [(-0.05, 0.002, ("better", "worse")), (0.05, 0.002, ("worse", "worse")),
+     # the planted null at R1: test R1 sits exactly as high as uniform R2 (R2: 0.07 above R4)
+     (-0.03, 0.0005, ("equivalent", "worse")), (-0.03, 0.05, ("undecided", None))],
+)  # fmt: skip
+def test_one_reference_configuration_is_a_paired_difference(tmp_path, shift, noise, expected):
+    """A question with ``reference_rate``: the test configuration against that one reference
+    configuration, each at its own bits. uniform's loss is 0.3 - 0.1 bits above exact, the
+    test's 0.3 - 0.1 bits + shift (+ noise): test R1 (0.7 bits) minus uniform R2 (1.0 bits) is
+    0.03 + shift, test R2 (2.0) minus uniform R4 (3.0) is 0.1 + shift; shift -0.03 plants
+    the null for R1 (R2's 0.07 is then far outside the margin). The mean and 95% interval
+    equal scipy's paired t over the warm starts (each the mean of its seeds), the p its p;
+    the verdict words follow; the row and label state both bits, no bracket. Planted bugs
+    that fail it: the reference read on the curve at the test's bits (R1: 0.0 + shift, with
+    a bracket); test and reference swapped; the seeds as units (df 11)."""
+    paths = write_trajectories(tmp_path, shift, noise)
+    table = verdicts_table(
+        paths, questions=ONE_CONFIGURATION, curves={}, kept_sets=KEPT, margin=0.004,
+    ).set_index("test_point")  # fmt: skip
+    assert len(table) == 2
+    for (test_rate, ref_rate, ref_bits), word in zip(((1, 2, 1.0), (2, 4, 3.0)), expected,
+                                                     strict=True):  # fmt: skip
+        row = table.loc[f"test/R{test_rate}_M0"]
+        mean, lo, hi, p = _paired_by_hand(paths, test_rate, ref_rate)
+        assert row["loss_diff_mean"] == pytest.approx(mean, abs=1e-12)
+        assert row["loss_diff_lo"] == pytest.approx(lo, abs=1e-12)
+        assert row["loss_diff_hi"] == pytest.approx(hi, abs=1e-12)
+        assert row["p"] == pytest.approx(p, rel=1e-9)
+        assert row["units"] == 6 and row["df"] == 5 and row["design"] == "warm starts"
+        assert row["interp_bound"] == 0.0 and row["interpolation"] == "none"
+        assert row["reference_points"] == f"uniform/R{ref_rate}_M0"
+        assert row["reference_rate"] == ref_rate
+        assert row["reference_bits"] == pytest.approx(ref_bits)
+        test_bits = {1: 0.7, 2: 2.0}[test_rate]
+        assert row["bits_per_entry"] == pytest.approx(test_bits)
+        assert row["question"] == (
+            f"test R{test_rate} M0 on top-K 45.2% ({test_bits:.2f} bits) vs uniform "
+            f"R{ref_rate} M0 ({ref_bits:.2f} bits), same kept set"
+        )
+        assert word is None or row["verdict"] == word, (test_rate, row["loss_diff_mean"])
+        truth = {1: 0.03, 2: 0.1}[test_rate] + shift
+        if noise < 0.01:
+            assert row["loss_diff_mean"] == pytest.approx(truth, abs=0.003)
+        assert row["family_size"] == 2 and row["min_detectable"] > 0
+        assert np.isfinite(row["units_for_target"]) or row["units_for_target"] == np.inf
+        if word in ("better", "worse"):
+            assert np.sign(row["acc_diff_mean"]) == -np.sign(row["loss_diff_mean"])
+        if word == "equivalent":
+            assert -0.004 < row["decided_lo"] <= row["decided_hi"] < 0.004
+
+
+def test_one_reference_configuration_not_on_the_kept_set_is_not_matched(tmp_path):
+    """A reference configuration on another kept set than the test's is no answer: the row
+    says why, undecided, without an interval."""
+    paths = write_trajectories(tmp_path, -0.05, 0.002)
+    kept = {**KEPT, "uniform/R2_M0": "top-K 10%"}
+    table = verdicts_table(
+        paths, questions=ONE_CONFIGURATION[:1], curves={}, kept_sets=kept, margin=0.004,
+    )  # fmt: skip
+    (row,) = table.to_dict("records")
+    assert row["verdict"] == "undecided" and np.isnan(row["loss_diff_mean"])
+    assert row["note"].startswith("not matched: uniform R2 M0 has no configuration on top-K 45.2%")

@@ -223,6 +223,35 @@ PAPER_Y = [
 _OPPOSITE = {"better": "worse", "worse": "better"}
 
 
+def _reference_rate(r: Mapping[str, Any]) -> float | None:
+    """A verdict row's ``reference_rate`` (one reference configuration at its own bits), or
+    None for a question against a curve at the test's bits (the column missing in tables
+    written before it, NaN or empty read back)."""
+    value = r.get("reference_rate")
+    if value is None or value == "" or pd.isna(value):
+        return None
+    return float(value)
+
+
+def _curve_questions(table: pd.DataFrame) -> pd.Series:
+    """Which verdict rows ask about a reference curve at the test's bits (not one reference
+    configuration at its own bits, ``reference_rate``)."""
+    if "reference_rate" not in table:
+        return pd.Series(True, index=table.index)
+    return table["reference_rate"].isna() | (table["reference_rate"].astype(str) == "")
+
+
+def _bits(r: Mapping[str, Any]) -> str:
+    """Where a verdict row's two sides stand in bits: the same bits for a curve question,
+    each its own for one reference configuration."""
+    if _reference_rate(r) is None:
+        return f"at the same {r['bits_per_entry']:.2f} bits per entry"
+    return (
+        f"at {r['bits_per_entry']:.2f} bits per entry against the reference's "
+        f"{r['reference_bits']:.2f}"
+    )
+
+
 def decided(r: Mapping[str, Any]) -> str:
     """A verdict row's loss difference with the interval its word is decided on
     (``decided_lo`` / ``decided_hi``), each end on its true side of 0 and the margin:
@@ -256,11 +285,17 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
     if r["verdict"] == "undecided":
         return "n/a (undecided)"
     found = []
+    rate = _reference_rate(r)
+    same_rate = (
+        _curve_questions(table) if rate is None
+        else pd.to_numeric(table.get("reference_rate"), errors="coerce") == rate
+    )  # fmt: skip
     same = table[
         (table["test_curve"] == r["test_curve"])
         & (table["reference"] == r["reference"])
         & (table["reference_M"] == r["reference_M"])
         & (table["match"] == r["match"])
+        & same_rate
         & (table["question"] != r["question"])
     ]
     opposite = same[same["verdict"] == _OPPOSITE.get(r["verdict"], "")]
@@ -274,6 +309,7 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
             (table["test_point"] == r["test_point"])
             & (table["reference"] == r["test_curve"])
             & (table["reference_M"] == 0)
+            & _curve_questions(table)
         ]
         if not m0.empty and m0.iloc[0]["verdict"] != "better":
             o = m0.iloc[0]
@@ -292,7 +328,10 @@ def _against(r: Mapping[str, Any], table: pd.DataFrame, t5: pd.DataFrame | None)
                 "at the same bits against float32: "
                 + "; ".join(f"{p['test_name']} {p['verdict']}" for _, p in peers.iterrows())
             )
-    if t5 is not None and r["match"] != "exact" and r["verdict"] in _OPPOSITE:
+    # T5's BD-rate compares the curves at the same loss: no finding about one reference
+    # configuration at its own bits
+    if (t5 is not None and r["match"] != "exact" and r["verdict"] in _OPPOSITE
+            and rate is None):  # fmt: skip
         needed = {"model", "curve", "M", "baseline", "bd_rate_mean", "verdict"}
         bd = t5.iloc[:0] if not needed <= set(t5) else t5[
             (t5["model"] == r["model"]) & (t5["curve"] == r["test_curve"]) & (t5["M"] == r["M"])
@@ -321,7 +360,7 @@ def _verdict_row(
             f"{100 * -r['acc_diff_mean'] / saved:.3f} points per bit per entry"
         )
     else:
-        number += f" at the same {r['bits_per_entry']:.2f} bits per entry"
+        number += f" {_bits(r)}"
     return {
         "question": question,
         "the paper": paper,
@@ -345,8 +384,13 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
     paper_families = set(table[table["question"].isin([q for *_, q in PAPER_Y])]["family"])
     beyond = table[~table["family"].isin([*paper_families, "field"])]
     for _, r in beyond.iterrows():
-        question = (f"(beyond both papers) Does {r['test_name']} beat {r['reference_name']} at "
-                    "the same bits?")  # fmt: skip
+        if _reference_rate(r) is None:
+            question = (f"(beyond both papers) Does {r['test_name']} beat {r['reference_name']} "
+                        "at the same bits?")  # fmt: skip
+        else:
+            question = (f"(beyond both papers) Does {r['test_name']} at "
+                        f"{r['bits_per_entry']:.2f} bits per entry beat {r['reference_name']} "
+                        f"at its {r['reference_bits']:.2f}?")  # fmt: skip
         rows.append(_verdict_row(question, "", r.to_dict(), table, t5))
     field = table[table["family"] == "field"]
     if not field.empty:
@@ -376,7 +420,7 @@ def _m_rows(table: pd.DataFrame) -> list[dict[str, str]]:
     against float32 at the same bits, and another rate's opposite word."""
     vs0 = table[
         (table["match"] == "kept_set") & (table["reference"] == table["test_curve"])
-        & (table["reference_M"] == 0) & (table["M"] > 0)
+        & (table["reference_M"] == 0) & (table["M"] > 0) & _curve_questions(table)
     ]  # fmt: skip
     exact = table[table["match"] == "exact"]
     rows = []

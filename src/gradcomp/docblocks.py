@@ -28,7 +28,9 @@ import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from gradcomp.answers import _num, decided, first_model, markdown_of
@@ -186,7 +188,23 @@ def block_coders(tables: Path) -> str:
 
 
 def _short(question: str) -> str:
+    """A question label without its kept set's words (``on top-K 45.2%`` -> ``(45.2%)``, the
+    test's bits of a question against one configuration joined in: ``(45.2%, 0.50 bits)``).
+
+    >>> _short("kmeans R1 M2 on top-K 45.2% (0.50 bits) vs uniform R2 M0 (1.00 bits), same kept")
+    'kmeans R1 M2 (45.2%, 0.50 bits) vs uniform R2 M0 (1.00 bits), same kept'
+    """
+    question = re.sub(r" on top-K ([\d.]+%) \(([\d.]+ bits)\)", r" (\1, \2)", question)
     return re.sub(r" on top-K ([\d.]+%)", r" (\1)", question).replace(" on dense", "")
+
+
+def _bits(r: Any) -> str:
+    """A verdict row's bits per entry: the test's, and the reference's where the question
+    compares one reference configuration at its own bits (``reference_rate``)."""
+    ref = getattr(r, "reference_bits", np.nan)
+    if isinstance(ref, (int, float)) and np.isfinite(ref):
+        return f"{r.bits_per_entry:.2f} vs {ref:.2f}"
+    return f"{r.bits_per_entry:.2f}"
 
 
 def block_verdicts(tables: Path) -> str:
@@ -194,7 +212,7 @@ def block_verdicts(tables: Path) -> str:
     v = _verdicts(tables)
     parts = []
     for family, t in v.groupby("family", sort=False):
-        rows = [[_short(r.question), f"{r.bits_per_entry:.2f}",
+        rows = [[_short(r.question), _bits(r),
                  decided(r._asdict()).removesuffix(" nats"), f"{r.min_detectable:.3g}",
                  f"**{r.verdict}**" if r.verdict != "undecided" else r.verdict]
                 for r in t.itertuples()]  # fmt: skip
@@ -212,7 +230,8 @@ def block_open(tables: Path) -> str:
     quant = v[v["family"] != "field"]
     limit = float(v["target"].iloc[0])
     small = quant["verdict"].ne("undecided") | (quant["min_detectable"] <= limit)
-    others = [f"{_short(r.question)} (detects {r.min_detectable:.3f}, bracket {r.interp_bound:.3f})"
+    others = [f"{_short(r.question)} (detects {r.min_detectable:.3f}"
+              + (f", bracket {r.interp_bound:.3f})" if r.interpolation != "none" else ")")
               for r in quant[~small].itertuples()]  # fmt: skip
     return _wrap(
         f"Of the {len(quant)} questions on the quantizers, {int(small.sum())} are decided or "

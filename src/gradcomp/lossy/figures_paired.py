@@ -121,20 +121,44 @@ def verdict_columns(
     ...                       "match": ["exact", "kept_set"]})
     >>> [h for _, h in verdict_columns(table, {"uniform/R1_M0": {"quantizer": "uniform"}})]
     ['vs uncompressed', 'vs uniform,\\nsame kept set']
+
+    A question against one reference configuration (``reference_rate``) has its own column:
+
+    >>> table = table.assign(reference_rate=[None, 1])
+    >>> [h for _, h in verdict_columns(table, {"uniform/R1_M0": {"quantizer": "uniform"}})]
+    ['vs uncompressed', 'vs uniform R1,\\nsame kept set']
     """
     out: dict[tuple[str, int, str], str] = {}
-    for ref, ref_m, match in zip(verdicts["reference"], verdicts["reference_M"],
-                                 verdicts["match"], strict=True):  # fmt: skip
-        key = (str(ref), int(ref_m), str(match))
+    for ref, ref_m, match, rate in zip(verdicts["reference"], verdicts["reference_M"],
+                                       verdicts["match"], _reference_rates(verdicts),
+                                       strict=True):  # fmt: skip
+        key = _verdict_key(ref, ref_m, match, rate)
         if key in out:
             continue
         if match == "exact":
             out[key] = "vs uncompressed"
             continue
         name = curve_name(str(ref), int(ref_m), specs, kept=False)
+        if rate is not None:  # one configuration of the reference, at its own bits
+            name += f" R{rate}"
         where = "same kept set" if match == "kept_set" else "any kept set"
         out[key] = f"vs {name},\n{where}"
     return list(out.items())
+
+
+def _reference_rates(verdicts: pd.DataFrame) -> list[int | None]:
+    """Each verdict row's ``reference_rate`` (one reference configuration at its own bits),
+    None for a question against a curve at the test's bits."""
+    if "reference_rate" not in verdicts:
+        return [None] * len(verdicts)
+    rates = pd.to_numeric(verdicts["reference_rate"], errors="coerce")
+    return [None if pd.isna(r) else int(r) for r in rates]
+
+
+def _verdict_key(ref: Any, ref_m: Any, match: Any, rate: int | None) -> tuple[str, int, str]:
+    """A verdict's column in Y6's grid: its reference, M and match, and the reference's rate
+    where it is one configuration."""
+    return (str(ref), int(ref_m), str(match) if rate is None else f"{match} R{rate}")
 
 
 def _read_verdicts(verdicts, model: str | None) -> pd.DataFrame:
@@ -302,9 +326,9 @@ def _verdict_grid(ax, table, columns, row, margin, bits) -> None:
     columns = [(("", 0, ""), "bits per entry\n(coded)"), *columns]
     col = {key: j for j, (key, _) in enumerate(columns) if j}
     words = _verdict_words(margin)
-    for r in table.itertuples(index=False):
+    for r, rate in zip(table.itertuples(index=False), _reference_rates(table), strict=True):
         i = row.get((str(r.test), int(r.rate), int(r.M)))
-        j = col.get((str(r.reference), int(r.reference_M), str(r.match)))
+        j = col.get(_verdict_key(r.reference, r.reference_M, r.match, rate))
         if i is None or j is None:
             continue
         word = str(r.verdict)

@@ -8,7 +8,12 @@ set), at the bits it measurably spends, against
   against sending float32;
 - ``kept_set``: the reference quantizer's curve on the same kept set at the same bits;
 - ``frontier``: the reference's operational curve over every kept set at the same bits,
-  chosen out of sample (:mod:`gradcomp.lossy.matched_bits`).
+  chosen out of sample (:mod:`gradcomp.lossy.matched_bits`);
+- with ``reference_rate``: **one** reference configuration (that rate at ``reference_M``,
+  on the same kept set) at its own bits, whatever they are: a direct paired comparison of
+  two configurations, no reading between configurations (``interp_bound`` 0,
+  ``interpolation`` ``none``); the row states both bits (``bits_per_entry``,
+  ``reference_bits``) and so does its label (:func:`question_label`).
 
 Per trajectory (warm start, seed) the difference is the test's test loss minus the
 reference's at matched bits (nats; negative = lower loss for the same bits), known to lie
@@ -66,15 +71,55 @@ POINT_COLUMNS = ("model", "compressor", "rate", "M", "warm_start", "seed", "bits
                  "test_loss", "test_acc", "exact_loss", "exact_acc")  # fmt: skip
 
 
-def question_label(q: Mapping[str, Any], kept_set: str | None = None) -> str:
+def question_label(
+    q: Mapping[str, Any], kept_set: str | None = None, bits: tuple[float, float] | None = None
+) -> str:
     """``{test} R{rate} M{M}[ on {kept set}] vs {reference} M{reference_M}, {match}``, or
-    ``... vs uncompressed`` for ``match == "exact"``."""
+    ``... vs uncompressed`` for ``match == "exact"``; with a ``reference_rate``, one
+    configuration against one: ``{test} R{rate} M{M}[ on {kept set}][ ({bits} bits)] vs
+    {reference} R{reference_rate} M{reference_M}[ ({bits} bits)], same kept set`` (``bits``:
+    the test's and the reference's measured bits per entry, where known).
+
+    >>> question_label({"test": "ecsqb05", "rate": 1, "M": 2, "reference": "gennorm",
+    ...                 "reference_M": 2, "reference_rate": 1, "match": "kept_set"},
+    ...                "top-K 45.2%", (0.5, 1.0))
+    'ecsqb05 R1 M2 on top-K 45.2% (0.50 bits) vs gennorm R1 M2 (1.00 bits), same kept set'
+    """
     where = f" on {kept_set}" if kept_set else ""
     head = f"{q['test']} R{q['rate']} M{q['M']}{where}"
     if q["match"] == "exact":
         return f"{head} vs uncompressed"
     match = q["match"].replace("_", " ")
+    if q.get("reference_rate") is not None:
+        test_bits, ref_bits = (f" ({b:.2f} bits)" for b in bits) if bits else ("", "")
+        reference = f"{q['reference']} R{q['reference_rate']} M{q['reference_M']}"
+        return f"{head}{test_bits} vs {reference}{ref_bits}, same {match}"
     return f"{head} vs {q['reference']} M{q['reference_M']}, {match}"
+
+
+def _one_configuration_ends(at_model, question, kept_sets, kept_set, trajectories, y_loss, y_acc):
+    """Per trajectory, the loss and accuracy differences to the one reference configuration
+    (``reference_rate``, ``reference_M``, on ``kept_set``) at its own bits, both ends equal
+    (no reading between configurations), with its label and design-mean bits; or None and
+    why not."""
+    rows = at_model[
+        (at_model["curve"] == question["reference"])
+        & (at_model["rate"] == question["reference_rate"])
+        & (at_model["M"] == question["reference_M"])
+    ]
+    labels = [variant_label(n, int(r), int(m)) for n, r, m in zip(
+        rows["compressor"], rows["rate"], rows["M"], strict=True)]  # fmt: skip
+    rows = rows[[kept_sets.get(lb, "") == kept_set for lb in labels]]
+    name = f"{question['reference']} R{question['reference_rate']} M{question['reference_M']}"
+    if rows.empty:
+        return None, f"{name} has no configuration on {kept_set} in the one-round study"
+    ref = _wide(rows, trajectories, f"{question['reference']}'s")
+    if len(ref["labels"]) > 1:
+        return None, f"{name} is more than one configuration on {kept_set}: {ref['labels']}"
+    (label,) = ref["labels"]
+    d_loss = y_loss - ref["loss"][label]
+    d_acc = y_acc - ref["acc"][label]
+    return ((d_loss, d_loss), (d_acc, d_acc), label, ref["bits"][label]), ""
 
 
 def _wide(rows: pd.DataFrame, trajectories: pd.MultiIndex, what: str) -> dict[str, Any]:
@@ -174,6 +219,7 @@ def _question_rows(
             "interpolation": question.get("interpolation") or (
                 "convex" if question["match"] == "kept_set" else "chord"),
             "test_point": test_label, "bits_per_entry": x, "trajectories": len(trajectories),
+            "reference_rate": question.get("reference_rate"), "reference_bits": np.nan,
         }  # fmt: skip
         if question["match"] == "exact":
             exact = test.set_index(["warm_start", "seed"]).reindex(trajectories)
@@ -182,6 +228,22 @@ def _question_rows(
             loss_ends, acc_ends = (d_loss, d_loss), (d_acc, d_acc)
             described = {"reference_points": "uncompressed", "reference_dominated": "",
                          "step_log2": 0.0, "note": ""}  # fmt: skip
+        elif question.get("reference_rate") is not None:
+            base["interpolation"] = "none"
+            found, why = _one_configuration_ends(
+                at_model, question, kept_sets, kept_set, trajectories, y_loss, y_acc
+            )
+            if found is None:
+                nan = np.full(len(trajectories), np.nan)
+                loss_ends, acc_ends = (nan, nan), (nan, nan)
+                described = {"reference_points": "", "reference_dominated": "",
+                             "step_log2": np.nan, "note": f"not matched: {why}"}  # fmt: skip
+            else:
+                loss_ends, acc_ends, used, ref_bits = found
+                base["reference_bits"] = ref_bits
+                base["question"] = question_label(question, kept_set, (x, ref_bits))
+                described = {"reference_points": used, "reference_dominated": "",
+                             "step_log2": 0.0, "note": ""}  # fmt: skip
         else:
             ref_rows = at_model[
                 (at_model["curve"] == question["reference"])
@@ -296,7 +358,9 @@ def verdicts_from_points(
     ``questions``: dicts with ``test`` (a compressor name), ``rate``, ``M``, ``reference``
     (a rate curve; ignored for ``exact``), ``reference_M``, ``match`` (one of
     :data:`gradcomp.lossy.matched_bits.MATCHES`) and optionally ``family`` (default
-    ``"primary"``) and ``interpolation`` (default ``"convex"``)
+    ``"primary"``), ``interpolation`` (default ``"convex"``) and ``reference_rate``
+    (default None: the reference curve at the test's bits; a rate: that one configuration of
+    the reference at its own bits, on the test's kept set)
     (:class:`gradcomp.study.lossy.Question`); ``curves``: compressor name -> its rate curve (a
     name not listed is its own); ``kept_sets``: variant label (``name/R{rate}_M{M}``) -> its
     kept set (:func:`gradcomp.lossy.matched_bits.kept_set_of`); ``names``: readers' names
@@ -333,6 +397,11 @@ def verdicts_from_points(
     table["test_name"] = [(names or {}).get(p, p) for p in table["test_point"]]
     records = table.to_dict("records")
     table["reference_name"] = [_reference_name(r, names or {}) for r in records]
+    table["reference_rate"] = pd.Series(
+        [int(v) if _has_rate(v) else None for v in table["reference_rate"]],
+        index=table.index,
+        dtype=object,
+    )
     decided = [decided_interval(r, alpha) for r in records]
     table["decided_lo"] = [d[0] for d in decided]
     table["decided_hi"] = [d[1] for d in decided]
@@ -343,11 +412,23 @@ def _reference_name(row: Mapping[str, Any], names: Mapping[str, str]) -> str:
     """What a question compares with, as a reader names it."""
     if row["match"] == "exact":
         return "the float32 aggregate"
+    if _has_rate(row.get("reference_rate")):
+        used = str(row.get("reference_points") or "")
+        rate, M = int(row["reference_rate"]), int(row["reference_M"])
+        name = names.get(used, f"{row['reference']} R{rate} M{M}") if used else (
+            f"{row['reference']} R{rate} M{M}")  # fmt: skip
+        return f"{name} on the same kept set"
     key = f"{row['reference']}@M{row['reference_M']:g}"
     method = names.get(key, f"{row['reference']} M{row['reference_M']:g}")
     if row["match"] == "kept_set":
         return f"{method} on the same kept set"
     return f"{method} at its best kept set"
+
+
+def _has_rate(value: Any) -> bool:
+    """Whether a row's ``reference_rate`` names one reference configuration (not None, NaN
+    or an empty cell read back)."""
+    return value is not None and value != "" and not pd.isna(value)
 
 
 def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
@@ -414,7 +495,9 @@ def table_verdicts(
         "the same bits (uncompressed: the same round's float32 aggregate; kept set: the "
         "reference quantizer's curve on the same top-K fraction; frontier: the reference's "
         "operational curve over every top-K fraction, chosen without the warm start it is "
-        "compared on); nats, negative = lower loss for the same bits. Between two reference "
+        "compared on; with a reference rate: that one reference configuration on the same "
+        "kept set at its own bits, both bits in the question, no bracket); nats, negative = "
+        "lower loss for the same bits. Between two reference "
         "configurations the curve is bracketed as its points allow (interpolation: convex or "
         "concave, the chord and the neighbouring secants; either bend; monotone; slope, within "
         "0.1% of one); interp_bound is that bracket's width, charged in the interval. Mean "

@@ -25,7 +25,10 @@ class Question:
     ``reference_M``, at its bits: on the same kept set, against the reference's front, or
     against the uncompressed aggregate (``match``, :mod:`gradcomp.lossy.matched_bits`), in Holm
     ``family``, the reference read between its configurations by ``interpolation``
-    (:data:`gradcomp.lossy.matched_bits.INTERPOLATIONS`)."""
+    (:data:`gradcomp.lossy.matched_bits.INTERPOLATIONS`). With ``reference_rate`` the
+    reference is its one configuration at that rate and ``reference_M`` on the test's kept
+    set, each at its own bits (a direct paired comparison: no reading between
+    configurations, ``interpolation`` ``"none"``)."""
 
     test: str
     M: int
@@ -35,6 +38,7 @@ class Question:
     match: str
     family: str = "primary"
     interpolation: str = "convex"
+    reference_rate: int | None = None
 
     @property
     def label(self) -> str:
@@ -65,6 +69,52 @@ def _interpolation(given: str | None, match: str) -> str:
     if given not in (None, "auto"):
         return given
     return "convex" if match == "kept_set" else "chord"
+
+
+def _one_configuration(
+    where: str,
+    q: Mapping[str, Any],
+    reference: str,
+    ref_M: int,
+    reference_rate: int,
+    match: str,
+    in_primary: list[Variant],
+    kept_sets: Mapping[str, str],
+    tests: list[Variant],
+) -> str:
+    """Why a question against the one configuration ``reference`` R``reference_rate`` M
+    ``ref_M`` cannot be asked of the primary pass (``""`` where it can): that rate at that M,
+    on each test configuration's kept set, not the test configuration itself."""
+    at_M = [v for v in in_primary if v.curve == reference and v.M == ref_M]
+    have = sorted({v.rate for v in at_M})
+    if reference_rate not in have:
+        return (
+            f"{where}.reference_rate': {reference} M{ref_M} has no rate {reference_rate} in "
+            f"the one-round study's primary pass (it has {have})"
+        )
+    if match not in ("auto", "kept_set"):
+        return (
+            f"{where}.match': a question with reference_rate compares one configuration on "
+            f"the same kept set (auto or kept_set), not {match}"
+        )
+    chosen = [v for v in at_M if v.rate == reference_rate]
+    for t in tests:
+        same = [v for v in chosen if kept_sets[v.label] == kept_sets[t.label]]
+        if not same:
+            return (
+                f"{where}.reference_rate': {reference} R{reference_rate} M{ref_M} has no "
+                f"configuration on {t.label}'s kept set {kept_sets[t.label]!r} (it has "
+                f"{sorted({kept_sets[v.label] for v in chosen})})"
+            )
+        if len(same) > 1:
+            return (
+                f"{where}.reference': {reference} R{reference_rate} M{ref_M} is more than one "
+                f"configuration on {kept_sets[t.label]!r} ({sorted(v.label for v in same)}); "
+                "name a curve with one there"
+            )
+        if same[0].label == t.label:
+            return f"{where}.reference_rate': {t.label} would be compared with itself"
+    return ""
 
 
 def _questions(
@@ -104,6 +154,14 @@ def _questions(
             )
             continue
         reference = q["reference"]
+        reference_rate: int | None = q.get("reference_rate")
+        interpolation = q.get("interpolation")
+        if reference == "exact" and reference_rate is not None:
+            errors.append(
+                f"{where}.reference_rate': reference: exact has no rate (the uncompressed "
+                "aggregate); leave reference_rate out or name a reference curve"
+            )
+            continue
         if reference == "exact":
             ref_M, match = 0, "exact"
         else:
@@ -126,7 +184,16 @@ def _questions(
             if match == "exact":
                 errors.append(f"{where}.match': exact goes with reference: exact")
                 continue
-            if match == "auto":
+            if reference_rate is not None:
+                failure = _one_configuration(
+                    where, q, reference, ref_M, reference_rate, match, in_primary, kept_sets,
+                    [v for v in test if v.M == q["M"] and v.rate in rates],
+                )  # fmt: skip
+                if failure:
+                    errors.append(failure)
+                    continue
+                match, interpolation = "kept_set", "none"
+            elif match == "auto":
                 own = {kept_sets[v.label] for v in test}
                 ref_sets = {kept_sets[v.label] for v in in_primary
                             if v.curve == reference and v.M == ref_M}  # fmt: skip
@@ -136,7 +203,8 @@ def _questions(
                 Question(
                     q["test"], q["M"], rate, reference, ref_M, match,
                     family=q.get("family", "primary"),
-                    interpolation=_interpolation(q.get("interpolation"), match),
+                    interpolation=_interpolation(interpolation, match),
+                    reference_rate=reference_rate,
                 )
             )  # fmt: skip
     if len({(q.label, q.family) for q in out}) != len(out):
