@@ -19,8 +19,10 @@ Stream (``encode``; nothing for no indices): the byte length ``m >= 1`` of the r
 coder's bytes as an unsigned LEB128 varint (7 bits a byte, low first, the high bit set on
 every byte but the last; the shortest form only), then those m bytes. The decoder reads
 exactly them (0xFF past their end, as :func:`~gradcomp.coding.binary_rc.rc_decode_bit`)
-and never a byte of the next field, and checks that decoding the n indices consumed
-exactly m bytes: a length beyond the buffer, a longer varint, or a mismatch raise
+and never a byte of the next field, checks that decoding the n indices consumed exactly m
+bytes, and that the stream is the encoding of the indices it decoded (re-encoded: about as
+fast as decoding), so that a stream cut or changed inside is refused even where it decodes
+to as many bytes: a length beyond the buffer, a longer varint, or a mismatch raise
 ``ValueError``. Every byte is counted: ``len(encode(x))`` is 8 (varint + m) bits.
 """
 
@@ -136,8 +138,9 @@ class AdaptiveIndexCode:
         lo, hi = int(sym.min()), int(sym.max())
         if lo < 0 or hi >= self.n_symbols:
             raise ValueError(f"index {lo if lo < 0 else hi} outside [0, {self.n_symbols})")
-        # a coded bit costs at most 12 bits (its probability is at least 1/4096)
-        rc, buf = rc_encoder((12 * self.depth * sym.size >> 3) + 16)
+        # a coded bit costs at most 12 bits and a rounding (its probability is at least
+        # 1/4096, of a range of at least 2^24): 13 bits each leave room for all of them
+        rc, buf = rc_encoder((13 * self.depth * sym.size >> 3) + 16)
         _code(sym, self.n_symbols, self.depth, self._counters(), _RATES, rc, buf, False)
         body = rc_bytes(rc, buf)
         return varint(len(body)) + body
@@ -168,6 +171,10 @@ class AdaptiveIndexCode:
         # the one flushed byte: 3 past the stream's end, exactly
         if int(rc[3]) != m + 3:
             raise ValueError(f"adaptive code stream of {m} bytes decoded from {int(rc[3]) - 3}")
+        # and the bytes are the encoding of what they decode to (a stream cut or changed
+        # inside may still decode to as many bytes): nothing else is accepted
+        if self.encode_bytes(sym) != buf[: head + m].tobytes():
+            raise ValueError(f"adaptive code stream of {m} bytes is not the encoding of its indices")
         return sym, 8 * (head + m)
 
     def decode(self, bits: bitarray, n: int) -> np.ndarray:
