@@ -93,11 +93,13 @@ def quantizer_specs(draw, kind: str, sparsifier: str) -> dict:
         spec["family"] = draw(st.sampled_from(("norm", "laplace", "gennorm", "dweibull")))
     if kind in ("lloyd", "kmeans", "tcq", "ecsq", "ecsq_data"):
         spec["M"] = draw(st.sampled_from((0, 2)))
-    if kind in ("ecsq", "ecsq_data"):  # designed for its Huffman code: no fixed-width indices
+    if kind in ("ecsq", "ecsq_data"):  # designed for its entropy code: no fixed-width indices
         spec.update(rate=draw(st.integers(1, 3)), huffman=True)
         if draw(st.booleans()):
             spec["target_bits"] = spec["rate"] - draw(st.sampled_from((0.0, 0.5)))
             spec["target_bits"] = max(1.0, spec["target_bits"])
+        if kind == "ecsq" and spec["rate"] == 1 and draw(st.booleans()):
+            spec["target_bits"] = draw(st.sampled_from((0.05, 0.5)))  # the adaptive code
     if kind == "lloyd":
         spec["lloyd_fit"] = draw(st.sampled_from(("update", "survivors")))
     if kind == "qsgd":
@@ -228,6 +230,8 @@ def small_update(seed: int = 0) -> dict[str, torch.Tensor]:
 BAD_BYTES_SPECS = [
     {"quantizer": "lloyd", "family": "gennorm", "rate": 2, "topk": 0.3, "min_entries": 20},
     {"quantizer": "qsgd", "rate": 3, "min_entries": 20},
+    {"quantizer": "ecsq", "family": "gennorm", "rate": 1, "M": 0, "target_bits": 0.5,
+     "min_entries": 20},
     {"compressor": "powersgd", "rate": 2},
     {"compressor": "count_sketch", "rate": 100, "min_entries": 20, "sketch_topk": 0.6},
 ]
