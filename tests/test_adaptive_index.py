@@ -175,7 +175,7 @@ def test_truncated_lengthened_and_flipped_streams_raise_or_stay_in_bounds() -> N
         assert code.encode(got).tobytes() == bytes(flipped) and not np.array_equal(got, x)
         valid += 1
     assert valid <= 0.5 * len(stream), valid  # 144 of 511 measured
-    for k in range(200):
+    for _ in range(200):
         _hostile(code, rng.bytes(int(rng.integers(0, 64))), int(rng.integers(0, 300)))
     _hostile(code, varint(2**34) + b"\x00" * 10, 10)
 

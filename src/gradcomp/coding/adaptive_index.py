@@ -174,7 +174,7 @@ class AdaptiveIndexCode:
         # and the bytes are the encoding of what they decode to (a stream cut or changed
         # inside may still decode to as many bytes): nothing else is accepted
         if self.encode_bytes(sym) != buf[: head + m].tobytes():
-            raise ValueError(f"adaptive code stream of {m} bytes is not the encoding of its indices")
+            raise ValueError(f"adaptive code stream of {m} bytes: not the encoding of its indices")
         return sym, 8 * (head + m)
 
     def decode(self, bits: bitarray, n: int) -> np.ndarray:
