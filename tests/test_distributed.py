@@ -67,8 +67,9 @@ SPECS = {
     "kmeans": {"quantizer": "kmeans", "rate": 2, "M": 2, **SMALL},
     "tcq": {"quantizer": "tcq", "family": "gennorm", "rate": 2, "states": 4, **SMALL},
     "ecsq": {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, **SMALL},
-    "ecsq_half_bit": {"quantizer": "ecsq", "family": "gennorm", "rate": 1, "M": 0,
-                      "target_bits": 0.5, **SMALL},
+    "ecsq_half_bit": {
+        "quantizer": "ecsq", "family": "gennorm", "rate": 1, "M": 0, "target_bits": 0.5, **SMALL
+    },  # fmt: skip
     "gaussian_channel": {"quantizer": "gaussian_channel", "rate": 3, **SMALL},
     "qsgd": {"quantizer": "qsgd", "rate": 4, **SMALL},
     "terngrad": {"quantizer": "terngrad", **SMALL},

@@ -13,6 +13,8 @@ fails; one whose item is missing from the bytes breaks the framing's lower bound
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -220,6 +222,21 @@ def test_decode_of_the_bytes_is_the_senders_reconstruction(kind, sparsifier):
 # ---- bad bytes --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("target", [0.05, 0.5, 1.5])
+@pytest.mark.parametrize("sparsifier", ["none", "topk", "randomk"])
+def test_ecsq_below_one_and_a_half_bits_round_trips(target, sparsifier) -> None:
+    """``ecsq`` with its adaptive code (no table, a varint-framed stream): two users, two
+    rounds, each decode the sender's reconstruction and the bytes the accounted bits plus
+    framing (:func:`check_round_trip`)."""
+    spec = {"quantizer": "ecsq", "family": "gennorm", "rate": math.ceil(target), "M": 0,
+            "target_bits": target,
+            "min_entries": MIN_ENTRIES, "sparsifier": sparsifier}  # fmt: skip
+    if sparsifier != "none":
+        spec["topk"] = 0.3
+    ups = [{n: t * (1 + k) for n, t in small_update(k % 2).items()} for k in range(4)]
+    check_round_trip(spec, ups)
+
+
 def small_update(seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return {"conv.weight": 0.01 * torch.randn(8, 4, 3, 3, generator=g),
@@ -234,7 +251,7 @@ BAD_BYTES_SPECS = [
      "min_entries": 20},
     {"compressor": "powersgd", "rate": 2},
     {"compressor": "count_sketch", "rate": 100, "min_entries": 20, "sketch_topk": 0.6},
-]
+]  # fmt: skip
 
 
 def sent(spec: dict, seed: int = 0):
