@@ -56,6 +56,8 @@ ENTRIES = 4916  # trainable entries of tiny_net
 SIZE_BYTES = 8  # the stated overhead per bucket of the byte exchange, besides padding
 STATUS_BYTES = 4  # the linear exchanges' failure check per bucket (an int32 all-reduced)
 
+#: ecsq below one bit: its adaptive arithmetic code
+HALF_BIT = {"quantizer": "ecsq", "family": "gennorm", "rate": 1, "M": 0, "target_bits": 0.5}
 #: run name -> compressor spec (None: DDP's default all-reduce, no hook)
 SPECS = {
     "default": None,
@@ -67,6 +69,7 @@ SPECS = {
     "kmeans": {"quantizer": "kmeans", "rate": 2, "M": 2, **SMALL},
     "tcq": {"quantizer": "tcq", "family": "gennorm", "rate": 2, "states": 4, **SMALL},
     "ecsq": {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, **SMALL},
+    "ecsq_half_bit": {**HALF_BIT, **SMALL},
     "gaussian_channel": {"quantizer": "gaussian_channel", "rate": 3, **SMALL},
     "qsgd": {"quantizer": "qsgd", "rate": 4, **SMALL},
     "terngrad": {"quantizer": "terngrad", **SMALL},

@@ -56,19 +56,18 @@ def test_a_receiver_built_from_the_spec_decodes_the_bytes_alone(extra) -> None:
 
 
 def test_its_coded_bits_follow_the_target() -> None:
-    """On a sample of the law it is designed for, the Huffman-coded bits per kept value
-    (the code's own lengths over the indices sent) come within 0.1 bits of each target, and
-    a larger target never spends fewer bits (planted bug: the design's entropy rather than
-    its Huffman lengths constrained, which overshoots at low rate)."""
+    """On a sample of the law it is designed for, the coded bits per kept value (the
+    kind's own code of the indices sent: the adaptive code at 1.5 bits, Huffman above) come
+    within 0.1 bits of each target, and a larger target never spends fewer bits (planted
+    bug: above 1.5 bits the design's entropy rather than its Huffman lengths constrained,
+    which overshoots at low rate)."""
     x = torch.from_numpy(stats.gennorm.rvs(1.2, scale=1e-3, size=40_000, random_state=3))
     spent = []
     for target in (1.5, 2.0, 2.5, 3.0):
         q = ECSQQuantizer(math.ceil(target), "gennorm", M=0.0, target_bits=target)
-        sent = q.encode(x, "w", full=x)
-        counts = np.bincount(sent.indices.numpy())
-        from gradcomp.coding.huffman import huffman_lengths
-
-        bits = float((counts * huffman_lengths(counts)).sum()) / x.numel()
+        idx = q.encode(x, "w", full=x).indices.numpy()
+        code = q.entropy_coder(np.bincount(idx, minlength=q.table_size(int(idx.max()) + 1)))
+        bits = len(code.encode(idx)) / x.numel()  # the adaptive code at 1.5, Huffman above
         assert bits == pytest.approx(target, abs=0.1), target
         spent.append(bits)
     assert spent == sorted(spent)
@@ -132,7 +131,10 @@ def test_half_thresholds_keep_the_budget_and_reach_the_span(step, span, budget) 
 
 
 @pytest.mark.parametrize("bad, key", [
-    ({"target_bits": 0.5}, "target_bits"),
+    ({"target_bits": 0.04}, "target_bits"),          # below the floor, 0.05
+    ({"target_bits": 0.5}, "rate"),                  # labelled by rate 1, not 2
+    ({"quantizer": "ecsq_data", "family": None, "rate": 1, "target_bits": 0.5},
+     "target_bits"),                                 # its Huffman code: from 1 bit
     ({"target_bits": 2.5}, "rate"),                 # labelled by rate 3, not 2
     ({"huffman": False}, "huffman"),
     ({"lloyd_fit": "survivors"}, "lloyd_fit"),
@@ -242,3 +244,84 @@ def test_the_alphabet_costs_at_most_a_hundredth_of_a_bit(family, params, tau, ta
                                                free.thresholds)  # fmt: skip
     assert rate <= target + 1e-6
     assert rate - rate_free + 0.5 * math.log2(distortion / distortion_free) <= 0.01
+
+
+LAPLACE_SCALE = 1e-3
+
+
+def laplace_update(n: int = 50_000) -> dict[str, torch.Tensor]:
+    x = stats.laplace.rvs(scale=LAPLACE_SCALE, size=n, random_state=3)
+    return {"w": torch.from_numpy(x).float()}
+
+
+@pytest.mark.parametrize("target, M", [(0.5, 0.0), (1.0, 0.0), (0.5, 2.0), (0.25, 0.0)])
+def test_below_one_bit_the_pipeline_spends_the_target(target, M) -> None:
+    """Laplace values, 50,000, every one sent: the bits the pipeline counts for the indices
+    (the adaptive code's whole stream, ``payload_huffman_bits``) are within 0.05 of the
+    target per value (0.001-0.01 above it measured), with no code table; the side
+    information is the fitted law's floats and the design byte. A zero cell: the most
+    probable index holds most values, at M = 0 its level within 0.02 of the scale from 0.
+    The receiver decodes the wire bytes to the sender's reconstruction, bit for bit.
+    Planted bugs that fail it: the Huffman design kept (at least a bit per value), or the
+    Huffman code sent (at least a bit)."""
+    from gradcomp.coding.adaptive_index import AdaptiveIndexCode
+
+    spec = {"quantizer": "ecsq", "family": "laplace", "rate": 1, "M": M, "target_bits": target,
+            "sparsifier": "none"}  # fmt: skip
+    sender = build_compressor(check_spec(spec).with_seed(user_seed(seed=7, user=0)))
+    g = laplace_update()
+    payload, ctx = sender.compress(g)
+    p = payload["w"]
+    assert isinstance(p.code, AdaptiveIndexCode)
+    rate = sender.rate(payload, ctx)
+    n = g["w"].numel()
+    assert rate.huffman_side_bits == 0
+    assert abs(rate.payload_huffman_bits / n - target) <= 0.05, rate.payload_huffman_bits / n
+    assert rate.side_bits <= 100  # the law's float32s and the design byte, once per tensor
+    idx = p.quantized.indices.numpy()
+    counts = np.bincount(idx)
+    zero = int(counts.argmax())
+    assert counts[zero] / n > 0.6
+    cell = p.quantized.levels[zero - 1 : zero + 2]
+    assert cell[0] < cell[1] < cell[2]  # the cell between its neighbours
+    if M == 0:
+        assert abs(p.quantized.levels[zero]) <= 0.02 * LAPLACE_SCALE
+    data = encode_update(sender, payload, ctx)
+    receiver = make_receiver(spec, UpdateLayout.of(g), seed=7, user=0, rnd=0)
+    assert torch.equal(receiver.decode(data)["w"], sender.decompress(payload, ctx)["w"])
+    assert len(data) * 8 - rate.total() < 800  # the record framing and header only
+
+
+def test_the_code_switches_at_one_and_a_half_bits() -> None:
+    """At 1.5 bits the adaptive code (no table) and the entropy design; above, the Huffman
+    code and its table, at least a bit a value; ``rate`` the target's ceiling."""
+    from gradcomp.coding.adaptive_index import AdaptiveIndexCode
+    from gradcomp.coding.huffman import HuffmanCode
+    from gradcomp.compression.ecsq_quantizer import ADAPTIVE_MAX_BITS
+
+    assert ADAPTIVE_MAX_BITS == 1.5
+    for target, kind in ((1.5, AdaptiveIndexCode), (1.75, HuffmanCode)):
+        q = ECSQQuantizer(2, "laplace", M=0.0, target_bits=target)
+        assert isinstance(q.entropy_coder(np.ones(16)), kind)
+        assert (q.known_code(20) is None) == (kind is HuffmanCode)
+    assert ECSQQuantizer(1, target_bits=0.5).known_code(40) == AdaptiveIndexCode(40)
+    assert ECSQQuantizer(1, target_bits=0.5).known_code(3) == AdaptiveIndexCode(8)
+    assert check_spec({**SPEC, "rate": 1, "target_bits": 0.05})["rate"] == 1
+
+
+@pytest.mark.parametrize("M", [0.0, 2.0])
+@pytest.mark.parametrize("rate", [0.25, 0.5, 1.0, 1.5])
+def test_the_entropy_design_has_a_dead_zone_below_one_and_a_half_bits(rate, M) -> None:
+    """GenNorm beta 0.7: the entropy-constrained design's cell around zero holds most of
+    the probability (0.7-0.97) and is wider than each neighbour's cell (a dead zone), the
+    probabilities from scipy's cdf at its thresholds (not the design's own)."""
+    design = ecsq_for_law("gennorm", {"beta": 0.7, "loc": 0.0, "scale": 1.0}, M=M, rate=rate,
+                          lengths="entropy")  # fmt: skip
+    t = design.thresholds
+    k = int(np.searchsorted(t, 0.0))  # the cell (t[k - 1], t[k]] holds zero
+    edges = np.concatenate([[-np.inf], t, [np.inf]])
+    p = np.diff(stats.gennorm.cdf(edges, 0.7))
+    assert p[k] == p.max() and p[k] > 0.6, p[k]
+    width = t[k] - t[k - 1]
+    assert width > t[k - 1] - t[k - 2] and width > t[k + 1] - t[k]
+    assert abs(design.rate - rate) <= 0.01

@@ -13,6 +13,8 @@ fails; one whose item is missing from the bytes breaks the framing's lower bound
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -93,11 +95,13 @@ def quantizer_specs(draw, kind: str, sparsifier: str) -> dict:
         spec["family"] = draw(st.sampled_from(("norm", "laplace", "gennorm", "dweibull")))
     if kind in ("lloyd", "kmeans", "tcq", "ecsq", "ecsq_data"):
         spec["M"] = draw(st.sampled_from((0, 2)))
-    if kind in ("ecsq", "ecsq_data"):  # designed for its Huffman code: no fixed-width indices
+    if kind in ("ecsq", "ecsq_data"):  # designed for its entropy code: no fixed-width indices
         spec.update(rate=draw(st.integers(1, 3)), huffman=True)
         if draw(st.booleans()):
             spec["target_bits"] = spec["rate"] - draw(st.sampled_from((0.0, 0.5)))
             spec["target_bits"] = max(1.0, spec["target_bits"])
+        if kind == "ecsq" and spec["rate"] == 1 and draw(st.booleans()):
+            spec["target_bits"] = draw(st.sampled_from((0.05, 0.5)))  # the adaptive code
     if kind == "lloyd":
         spec["lloyd_fit"] = draw(st.sampled_from(("update", "survivors")))
     if kind == "qsgd":
@@ -218,6 +222,21 @@ def test_decode_of_the_bytes_is_the_senders_reconstruction(kind, sparsifier):
 # ---- bad bytes --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("target", [0.05, 0.5, 1.5])
+@pytest.mark.parametrize("sparsifier", ["none", "topk", "randomk"])
+def test_ecsq_below_one_and_a_half_bits_round_trips(target, sparsifier) -> None:
+    """``ecsq`` with its adaptive code (no table, a varint-framed stream): two users, two
+    rounds, each decode the sender's reconstruction and the bytes the accounted bits plus
+    framing (:func:`check_round_trip`)."""
+    spec = {"quantizer": "ecsq", "family": "gennorm", "rate": math.ceil(target), "M": 0,
+            "target_bits": target,
+            "min_entries": MIN_ENTRIES, "sparsifier": sparsifier}  # fmt: skip
+    if sparsifier != "none":
+        spec["topk"] = 0.3
+    ups = [{n: t * (1 + k) for n, t in small_update(k % 2).items()} for k in range(4)]
+    check_round_trip(spec, ups)
+
+
 def small_update(seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return {"conv.weight": 0.01 * torch.randn(8, 4, 3, 3, generator=g),
@@ -228,9 +247,11 @@ def small_update(seed: int = 0) -> dict[str, torch.Tensor]:
 BAD_BYTES_SPECS = [
     {"quantizer": "lloyd", "family": "gennorm", "rate": 2, "topk": 0.3, "min_entries": 20},
     {"quantizer": "qsgd", "rate": 3, "min_entries": 20},
+    {"quantizer": "ecsq", "family": "gennorm", "rate": 1, "M": 0, "target_bits": 0.5,
+     "min_entries": 20},
     {"compressor": "powersgd", "rate": 2},
     {"compressor": "count_sketch", "rate": 100, "min_entries": 20, "sketch_topk": 0.6},
-]
+]  # fmt: skip
 
 
 def sent(spec: dict, seed: int = 0):

@@ -30,6 +30,8 @@ SPECS = {
     "tcq": {"quantizer": "tcq", "family": "gennorm", "rate": 1, "topk": 0.3, "min_entries": 50},
     "ecsq": {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, "topk": 0.3,
              "min_entries": 50},
+    "ecsq_0.5": {"quantizer": "ecsq", "family": "gennorm", "rate": 1, "M": 0, "target_bits": 0.5,
+                 "sparsifier": "none", "min_entries": 50},
     "ecsq_data": {"quantizer": "ecsq_data", "rate": 2, "M": 2, "topk": 0.3, "min_entries": 50},
     "randomk": {"quantizer": "none", "sparsifier": "randomk", "topk": 0.2, "min_entries": 50},
     "powersgd": {"compressor": "powersgd", "rate": 2},

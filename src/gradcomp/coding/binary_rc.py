@@ -72,10 +72,13 @@ def stretch_table() -> np.ndarray:
     return np.clip(out, -2047, 2047).astype(np.int64)
 
 
-def counter_rates() -> np.ndarray:
+def counter_rates(limit: int = LIMIT) -> np.ndarray:
     """Adaptation rate of a counter after ``n`` updates, 16.16 fixed point: 65536 / (n + 1.5)
-    (a Krichevsky-Trofimov-like running average, then a window of about LIMIT updates)."""
-    n = np.arange(LIMIT + 1, dtype=np.int64)
+    (a Krichevsky-Trofimov-like running average, then a window of about ``limit`` updates;
+    ``limit`` at most 1023, the counter's count field)."""
+    if not 1 <= limit <= 1023:
+        raise ValueError(f"a counter counts 1..1023 updates, not {limit}")
+    n = np.arange(limit + 1, dtype=np.int64)
     return (131072 // (2 * n + 3)).astype(np.int64)
 
 

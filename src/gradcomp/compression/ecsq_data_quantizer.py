@@ -58,7 +58,12 @@ class ECSQDataQuantizer(ValueQuantizer):
     takes_M = True
     min_rate, max_rate = 1, 8
     options: ClassVar[dict[str, object]] = {"target_bits": None}
-    check_option = ECSQQuantizer.check_option
+
+    @classmethod
+    def check_option(cls, key: str, value: object) -> str | None:
+        """Why ``value`` is not a valid ``target_bits``: from 1 bit (its Huffman code spends
+        one on each value) to the largest rate."""
+        return ECSQQuantizer.check_target(value, 1.0, cls.max_rate)
 
     def __init__(self, rate: int, M: float = 0.0, *, target_bits: float | None = None):
         self.rate, self.M = int(rate), float(M)

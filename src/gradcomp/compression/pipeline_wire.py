@@ -15,7 +15,8 @@ A tensor's record body, field by field (docs/wire.md has the table per kind):
    a code table (u8 width w, then the codeword lengths at w bits of the kind's alphabet, or
    of the levels its side information gives for a kind whose design sizes its alphabet;
    unless the kind's code is known to both ends: QSGD's Elias code, the sign's one-bit
-   code) and the code's bitstream; without, n indices at the kind's fixed width.
+   code, ``ecsq``'s adaptive code up to 1.5 bits, its byte length first) and the code's
+   bitstream; without, n indices at the kind's fixed width.
 
 Tensors with ``min_entries`` entries or fewer are the raw kind ``none`` (float32 values).
 """
@@ -78,8 +79,8 @@ def _write_tensor(quantizer: ValueQuantizer, p, numel: int) -> bytes:
     if quantizer.wire_dtype is not None:
         w.array(q.values.detach().cpu().numpy(), quantizer.wire_dtype)
     elif p.bitstream is not None:
-        if quantizer.known_code() is None:
-            levels = quantizer.n_symbols() if q.levels is None else len(q.levels)
+        levels = quantizer.n_symbols() if q.levels is None else len(q.levels)
+        if quantizer.known_code(levels) is None:
             table = quantizer.table_size(levels)
             if not isinstance(p.code, HuffmanCode) or p.code.n_symbols != table:
                 raise TypeError(f"no byte format for the entropy code {p.code!r} of {q.kind}")
@@ -132,7 +133,7 @@ def _read_indices(
     if not huffman:
         idx = r.uints(n, level_bits(quantizer.n_symbols()), "indices")
     else:
-        code = quantizer.known_code()
+        code = quantizer.known_code(n_levels)
         if code is None:
             width = r.u8("code table")
             if not 1 <= width <= 7:

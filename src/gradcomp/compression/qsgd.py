@@ -138,5 +138,5 @@ class QSGD(StochasticLevels):
         """QSGD's own code replaces the Huffman code of the indices."""
         return QSGDEliasCode(self.s)
 
-    def known_code(self) -> QSGDEliasCode:
+    def known_code(self, n_levels: int) -> QSGDEliasCode:
         return QSGDEliasCode(self.s)

@@ -62,7 +62,7 @@ class ScaledSign(ValueQuantizer):
     def entropy_coder(self, counts) -> HuffmanCode:
         return _OneBitCode()
 
-    def known_code(self) -> HuffmanCode:
+    def known_code(self, n_levels: int) -> HuffmanCode:
         return _OneBitCode()
 
     def write_side(self, q, w):

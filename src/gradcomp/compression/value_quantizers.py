@@ -171,9 +171,11 @@ class ValueQuantizer:
         its own alphabet covers its levels."""
         return self.n_symbols()
 
-    def known_code(self) -> Any:
-        """The entropy code both ends know without a table (QSGD's Elias code, the sign's
-        one-bit code), or None: a Huffman code table travels with the indices."""
+    def known_code(self, n_levels: int) -> Any:
+        """The entropy code both ends know without a table for a tensor whose side
+        information gives ``n_levels`` levels (QSGD's Elias code, the sign's one-bit code,
+        ``ecsq``'s adaptive code of its alphabet), or None: a Huffman code table travels
+        with the indices."""
         return None
 
     def encode_many(
