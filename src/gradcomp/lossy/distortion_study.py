@@ -14,8 +14,8 @@ each spends: ``coded_bits``, the empirical entropy of its level indices on these
 the Gaussian test channel has no indices and counts its nominal R). Below 1.5 bits, where
 a Huffman code cannot go (it spends a bit per value once there are two levels), the
 entropy-constrained design is added at each target of ``low_bits`` (0.25, 0.5, ...: its
-row's ``rate_bits``), designed for the ideal code length that the arithmetic code of the
-``ecsq`` kind reaches (a zero cell over the smaller kept values). The bound is
+row's ``rate_bits``); up to 1.5 bits the ``ecsq`` kind's design is for the ideal code length
+that its arithmetic code reaches (a zero cell over the smaller kept values). The bound is
 the Blahut-Arimoto distortion-rate curve, under the same distortion, of the GenNorm fitted
 (loc 0) to the whole update tensor and restricted to ``|g| >= tau`` (tau: the smallest kept
 magnitude): the law of what is quantized. Only the points its discretised grid resolves
@@ -56,13 +56,10 @@ from gradcomp.reporting import write_table
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "BOUND", "DESIGN_NAMES", "LOW_BITS_DESIGN", "distortion_study", "distortion_table",
-    "kept_entries", "table_t6",
+    "BOUND", "DESIGN_NAMES", "distortion_study", "distortion_table", "kept_entries", "table_t6",
 ]  # fmt: skip
 
 BOUND = "bound (GenNorm of the update, |g| >= tau)"
-#: The entropy-constrained design at a target below 1.5 coded bits (``low_bits``).
-LOW_BITS_DESIGN = "ecsq gennorm, arithmetic (same M)"
 #: The bound's grid step in bits: its points are computed there and the gaps read between
 #: them (log-linearly), so a step of 0.05 keeps that reading within a few thousandths of a bit.
 BOUND_STEP = 0.05
@@ -76,7 +73,6 @@ DESIGN_NAMES = {
     "lloyd gennorm (same M)": f"{names.law('gennorm')} Lloyd, same M",
     "lloyd gennorm, survivors fit": f"{names.law('gennorm')} Lloyd, fitted to the kept values",
     "ecsq gennorm (same M)": f"{names.law('gennorm')} {names.kind('ecsq')}, same M",
-    LOW_BITS_DESIGN: f"{names.law('gennorm')} {names.kind('ecsq')}, arithmetic-coded, same M",
     "ecsq data (same M)": f"{names.kind('ecsq_data')}, same M",
     "k-means (same M)": f"{names.kind('kmeans')}, same M",
     "lloyd gauss (M0)": f"{names.law('norm')} Lloyd M=0",
@@ -116,8 +112,9 @@ def distortion_table(
 ) -> pd.DataFrame:
     """Rows ``(M, quantizer, rate_bits, distortion)`` for every quantizer, rate and M on the
     kept entries ``values`` (1-D) of the update tensor ``full`` (1-D), the entropy-constrained
-    design at each target of ``low_bits`` (coded bits per entry, :data:`LOW_BITS_DESIGN`),
-    plus the bound's curve (quantizer :data:`BOUND`) every :data:`BOUND_STEP` bits."""
+    design also at each target of ``low_bits`` (coded bits per entry; a whole one among
+    ``rates`` is there already), plus the bound's curve (quantizer :data:`BOUND`) every
+    :data:`BOUND_STEP` bits."""
     x = torch.as_tensor(np.asarray(values, dtype=np.float64).ravel())
     whole = torch.as_tensor(np.asarray(full, dtype=np.float64).ravel())
     tau = float(x.abs().min())
@@ -128,8 +125,9 @@ def distortion_table(
     for M in Ms:
         designs = [(float(rate), name, quantizer) for rate in rates
                    for name, quantizer in study_quantizers(rate, M, slip=slip).items()]
-        designs += [(float(b), LOW_BITS_DESIGN,
-                     ECSQQuantizer(math.ceil(b), "gennorm", M, target_bits=b)) for b in low_bits]
+        designs += [(float(b), "ecsq gennorm (same M)",
+                     ECSQQuantizer(math.ceil(b), "gennorm", M, target_bits=b))
+                    for b in low_bits if float(b) not in map(float, rates)]
         for rate_bits, name, quantizer in designs:  # fmt: skip
             extra = {"full": whole} if quantizer.uses_full_tensor else {}
             sent = quantizer.encode(x, "Y5 update", **extra)
