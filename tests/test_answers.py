@@ -190,6 +190,49 @@ def test_a_question_against_one_configuration_reads_with_both_bits(tmp_path):
     assert curve["the evidence against"] == "none found in the verdicts"
 
 
+def test_a_design_against_float32_and_single_configurations_reads_in_one_row(tmp_path):
+    """A family that asks one test against float32 and against single reference
+    configurations at their own bits (the one-coded-bit questions of config/decisive.yaml)
+    reads as one row per test curve: its word against float32 per M, every comparison's
+    interval with both bits, and as evidence against it the comparisons whose word runs the
+    other way and the undecided ones. Planted bugs that fail it: one row per question (the
+    generic "beyond" rows), the M dropped from the words, the worse comparison left out of
+    the evidence against, an undecided one called decided."""
+    fam = dict(family="one coded bit", test="ecsqb05", test_curve="ecsqb05",
+               test_point="ecsqb05/R1_M2", rate=1, bits_per_entry=1.35)  # fmt: skip
+    lloyd = dict(reference="gennorm", reference_M=2, reference_rate=1, reference_bits=1.58,
+                 reference_name="GenNorm Lloyd M=2, 1 bit on the same kept set")  # fmt: skip
+    uniform = dict(reference="uniform", reference_M=0, reference_rate=1, reference_bits=1.58,
+                   reference_name="uniform, 1 bit on the same kept set")  # fmt: skip
+    exact = dict(reference="none", reference_M=0, reference_rate=None, match="exact",
+                 reference_name="uncompressed")  # fmt: skip
+    name = "GenNorm entropy-constrained M={}, 0.5 target bits, top-K 45.2%"
+    rows = []
+    for M, w_exact, w_lloyd in ((0, "equivalent", "worse"), (2, "worse", "undecided")):
+        label = f"ecsqb05 R1 M{M}"
+        common = {**fam, "M": M, "test_name": name.format(M)}
+        rows += [
+            verdict_row(f"{label} vs uncompressed", w_exact, *((0.0, -0.002, 0.002) if M == 0
+                        else (0.005, 0.001, 0.009)), **common, **exact),
+            verdict_row(f"{label} vs gennorm R1 M2", w_lloyd, 0.004, 0.001 if w_lloyd ==
+                        "worse" else -0.002, 0.008, **common, **lloyd),
+            verdict_row(f"{label} vs uniform R1 M0", "better", -0.1, -0.12, -0.08, **common,
+                        **uniform),
+        ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "verdicts.tsv", sep="\t", index=False)
+    table = answers(tmp_path)
+    assert len(table) == 1
+    (row,) = table.to_dict("records")
+    assert "GenNorm entropy-constrained, 0.5 target bits, top-K 45.2%" in row["question"]
+    assert row["this study"] == "M=0: equivalent to float32; M=2: worse than float32"
+    assert row[NUMBER].count("nats") == 6 and "1.35 bits per entry" in row[NUMBER]
+    assert "GenNorm Lloyd M=2, 1 bit at 1.58" in row[NUMBER]
+    against = row["the evidence against"]
+    assert against.startswith("M=0 worse than GenNorm Lloyd M=2, 1 bit at 1.58")
+    assert "M=2 undecided against GenNorm Lloyd M=2, 1 bit at 1.58" in against
+    assert "uniform" not in against  # better than uniform runs the same way as the word
+
+
 def shown_intervals(markdown: str) -> list[tuple[str, float, float, float]]:
     """(word, lo, hi, margin) of every paper-Y row as the page shows it (read from the
     Markdown alone: the first bracket of the number column, the word's first token)."""
@@ -270,8 +313,8 @@ def test_no_table_gives_the_header_alone(tmp_path):
 def test_the_limit_row_names_the_quantizer_nearest_the_bound_at_most_rates(tmp_path):
     """From T6 (hand-made): per M, the quantizer with the smallest gap at the most rates and
     its gaps there, the rates where another is nearer against it; unreached gaps (NaN) are
-    not counted (planted bug: the mean gap over all quantizers, or the first model's rows
-    mixed with the second's)."""
+    not counted, nor a rate where one design alone has a row (planted bug: the mean gap over
+    all quantizers, or the first model's rows mixed with the second's)."""
     rows = []
     gaps = {1: (0.15, 0.2), 2: (0.1, 0.3), 3: (0.15, 0.4), 4: (float("nan"), 0.6),
             5: (0.5, 0.3)}  # fmt: skip
@@ -279,6 +322,8 @@ def test_the_limit_row_names_the_quantizer_nearest_the_bound_at_most_rates(tmp_p
         rows += [{"model": "cnn", "M": 2, "R": R, "quantizer": "a", "gap_bits": a},
                  {"model": "cnn", "M": 2, "R": R, "quantizer": "b", "gap_bits": b},
                  {"model": "zzz", "M": 2, "R": R, "quantizer": "b", "gap_bits": 0.01}]  # fmt: skip
+    # below one bit only one design goes (arithmetic-coded): no rate it is "nearest" at
+    rows.append({"model": "cnn", "M": 2, "R": 0.5, "quantizer": "b", "gap_bits": 0.01})
     pd.DataFrame(rows).to_csv(tmp_path / "T6.tsv", sep="\t", index=False)
     row = answers(tmp_path).iloc[0]
     assert row["this study"] == "nearest: a"

@@ -383,6 +383,9 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
     rows += _m_rows(table)
     paper_families = set(table[table["question"].isin([q for *_, q in PAPER_Y])]["family"])
     beyond = table[~table["family"].isin([*paper_families, "field"])]
+    direct = _direct_families(beyond)
+    rows += _direct_rows(beyond[beyond["family"].isin(direct)])
+    beyond = beyond[~beyond["family"].isin(direct)]
     for _, r in beyond.iterrows():
         if _reference_rate(r) is None:
             question = (f"(beyond both papers) Does {r['test_name']} beat {r['reference_name']} "
@@ -408,6 +411,57 @@ def _paper_y(table: pd.DataFrame | None, t5: pd.DataFrame | None) -> list[dict[s
                 if not (field["verdict"] == "better").any()
                 else "; ".join(w for w in words if w.endswith("worse")) or "none found",
                 "from": f"{names.TABLES['verdicts']} (field)",
+            }
+        )
+    return rows
+
+
+def _direct_families(table: pd.DataFrame) -> list[str]:
+    """The families that ask a test against float32 and against single reference
+    configurations at their own bits (``reference_rate``): read a test's answers together."""
+    if "reference_rate" not in table:
+        return []
+    own = ~_curve_questions(table)
+    return sorted(set(table[own]["family"]) & set(table[table["match"] == "exact"]["family"]))
+
+
+def _direct_rows(family: pd.DataFrame) -> list[dict[str, str]]:
+    """One row per test curve of the families of :func:`_direct_families` (the most accuracy
+    a design buys at one coded bit or below, ``config/decisive.yaml``): its word against
+    float32 per M; the number: each comparison's difference with its decided interval and
+    the bits of both sides; against: every comparison with another reference (a design at
+    its own bits) that the test loses or does not decide."""
+    rows = []
+    for _, group in family.groupby("test_curve", sort=False):
+        group = group.sort_values(["M"], kind="stable")
+        first = group.iloc[0]
+        method = re.sub(r" M=\d+", "", first["test_name"])
+        exact = group[group["match"] == "exact"]
+        words = "; ".join(f"M={r['M']:g}: {r['verdict']} than float32".replace(
+            "equivalent than", "equivalent to").replace("undecided than", "undecided against")
+            for _, r in exact.iterrows())  # fmt: skip
+        parts, found = [], []
+        for M, at in group.groupby("M"):
+            cells = []
+            for _, r in at.iterrows():
+                other = "float32" if r["match"] == "exact" else (
+                    f"{r['reference_name'].removesuffix(' on the same kept set')} at "
+                    f"{r['reference_bits']:.2f}")  # fmt: skip
+                cells.append(f"vs {other}: {decided(r)}")
+                if r["match"] != "exact" and r["verdict"] in ("worse", "undecided"):
+                    found.append(f"M={M:g} {r['verdict']} than {other} ({decided(r)})".replace(
+                        "undecided than", "undecided against"))  # fmt: skip
+            parts.append(f"M={M:g} at {at.iloc[0]['bits_per_entry']:.2f} bits per entry: "
+                         + "; ".join(cells))  # fmt: skip
+        rows.append(
+            {
+                "question": f"(beyond both papers) How much accuracy does {method} buy "
+                "(arithmetic-coded, a zero cell over the smaller kept values)?",
+                "the paper": "",
+                "this study": words or "no question against float32",
+                NUMBER: " / ".join(parts),
+                "the evidence against": "; ".join(found[:3]) or "none found in the verdicts",
+                "from": f"{names.TABLES['verdicts']} ({first['family']})",
             }
         )
     return rows
@@ -501,11 +555,12 @@ def _limit(t6: pd.DataFrame | None, docs: str) -> list[dict[str, str]]:
     rates where another design is nearer."""
     if t6 is None or t6.empty or t6["gap_bits"].isna().all():
         return []
-    t6 = first_model(t6).dropna(subset=["gap_bits"])
+    t6 = first_model(t6)
+    # the rates where designs compete (below one bit only the arithmetic-coded one goes)
+    t6 = t6[t6.groupby(["M", "R"])["quantizer"].transform("size") > 1]
+    t6 = t6.dropna(subset=["gap_bits"])
     parts, winners, others = [], [], []
     for M, rows in t6.groupby("M"):
-        # the rates where designs compete (below one bit only the arithmetic-coded one goes)
-        rows = rows[rows.groupby("R")["quantizer"].transform("size") > 1]
         nearest = rows.loc[rows.groupby("R")["gap_bits"].idxmin()]
         counts = nearest["quantizer"].value_counts()
         name = min(counts.index, key=lambda n: (-counts[n], n))  # a tie: the first name
