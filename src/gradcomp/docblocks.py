@@ -306,10 +306,13 @@ def block_paper_l(tables: Path) -> str:
 
 
 def block_limit(tables: Path) -> str:
-    """T6: each quantizer's distance to R(D) of the fitted GenNorm, bits, per M and rate."""
+    """T6: each quantizer's distance to R(D) of the fitted GenNorm, bits, per rate at M=0
+    and the paper's M=2 (as Y5 draws them; T6 holds every M)."""
     t6 = _read(tables, "T6")
     t6 = first_model(t6)
     t6 = t6[~t6["quantizer"].str.contains("survivors|gauss")]
+    Ms = sorted(t6["M"].unique())
+    t6 = t6[t6["M"].isin(Ms[:1] + [m for m in Ms[1:] if m == 2])]
     gap = t6.pivot_table(index=["M", "R"], columns="quantizer", values="gap_bits")
     names = list(gap.mean().sort_values().index)
     rows = [
