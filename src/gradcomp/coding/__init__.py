@@ -19,8 +19,8 @@ real bitstreams), :mod:`~gradcomp.coding.ans` (ANS reference), :mod:`~gradcomp.c
 brotli), :mod:`~gradcomp.coding.elias` (Elias-gamma) with its compiled loops
 :mod:`~gradcomp.coding.bit_kernels` (bit packing, gamma reading),
 :mod:`~gradcomp.coding.adaptive_index` (an adaptive binary arithmetic code of level indices,
-``ecsq``'s below 1.5 bits); :mod:`~gradcomp.coding.pmf` holds the symbol pmfs and their
-entropies."""
+the entropy-constrained design's below 1.5 bits); :mod:`~gradcomp.coding.pmf` holds the
+symbol pmfs and their entropies."""
 
 from gradcomp.coding.ans import ans_bits, ans_decode, ans_encode
 from gradcomp.coding.general_purpose import general_purpose_bits

@@ -15,8 +15,8 @@ A tensor's record body, field by field (docs/wire.md has the table per kind):
    a code table (u8 width w, then the codeword lengths at w bits of the kind's alphabet, or
    of the levels its side information gives for a kind whose design sizes its alphabet;
    unless the kind's code is known to both ends: QSGD's Elias code, the sign's one-bit
-   code, ``ecsq``'s adaptive code up to 1.5 bits, its byte length first) and the code's
-   bitstream; without, n indices at the kind's fixed width.
+   code, the entropy-constrained design's adaptive code up to 1.5 bits, its length first)
+   and the code's bitstream; without, n indices at the kind's fixed width.
 
 Tensors with ``min_entries`` entries or fewer are the raw kind ``none`` (float32 values).
 """

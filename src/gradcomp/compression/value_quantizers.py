@@ -174,7 +174,7 @@ class ValueQuantizer:
     def known_code(self, n_levels: int) -> Any:
         """The entropy code both ends know without a table for a tensor whose side
         information gives ``n_levels`` levels (QSGD's Elias code, the sign's one-bit code,
-        ``ecsq``'s adaptive code of its alphabet), or None: a Huffman code table travels
+        the entropy-constrained design's adaptive code), or None: a Huffman code table travels
         with the indices."""
         return None
 
