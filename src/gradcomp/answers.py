@@ -426,13 +426,13 @@ def _direct_families(table: pd.DataFrame) -> list[str]:
 
 
 def _direct_rows(family: pd.DataFrame) -> list[dict[str, str]]:
-    """One row per test curve of the families of :func:`_direct_families` (the most accuracy
+    """One row per test compressor of the families of :func:`_direct_families` (the most accuracy
     a design buys at one coded bit or below, ``config/decisive.yaml``): its word against
     float32 per M; the number: each comparison's difference with its decided interval and
     the bits of both sides; against: every comparison with another reference (a design at
     its own bits) that the test loses or does not decide."""
     rows = []
-    for _, group in family.groupby("test_curve", sort=False):
+    for _, group in family.groupby("test", sort=False):
         group = group.sort_values(["M"], kind="stable")
         first = group.iloc[0]
         method = re.sub(r" M=\d+", "", first["test_name"])
