@@ -123,12 +123,13 @@ def distortion_table(
              tau, gennorm.params)  # fmt: skip
     rows = []
     for M in Ms:
-        designs = [(float(rate), name, quantizer) for rate in rates
-                   for name, quantizer in study_quantizers(rate, M, slip=slip).items()]
-        designs += [(float(b), "ecsq gennorm (same M)",
-                     ECSQQuantizer(math.ceil(b), "gennorm", M, target_bits=b))
-                    for b in low_bits if float(b) not in map(float, rates)]
-        for rate_bits, name, quantizer in designs:  # fmt: skip
+        designs = []
+        for rate in rates:
+            designs += [(float(rate), *d) for d in study_quantizers(rate, M, slip=slip).items()]
+        for b in sorted(set(map(float, low_bits)) - set(map(float, rates))):
+            low = ECSQQuantizer(math.ceil(b), "gennorm", M, target_bits=b)
+            designs.append((b, "ecsq gennorm (same M)", low))
+        for rate_bits, name, quantizer in designs:
             extra = {"full": whole} if quantizer.uses_full_tensor else {}
             sent = quantizer.encode(x, "Y5 update", **extra)
             x_hat = quantizer.decode(sent)

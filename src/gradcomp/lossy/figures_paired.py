@@ -344,7 +344,11 @@ def _verdict_grid(ax, table, columns, row, margin, bits) -> None:
     ax.grid(False)
     for j in range(1, len(columns)):
         ax.axvline(j - 0.5, color="0.8", lw=0.6, gid=GUIDE)
-    ax.set_xlabel("verdict at\nthe same bits" if len(columns) > 1 else "", fontsize=8)
+    own = any(rate is not None for rate in _reference_rates(table))
+    label = "verdict at\nthe same bits"
+    if own:  # a column naming the reference's R compares each at its own bits
+        label = "verdict at the same\nbits (a column with R:\neach at its own)"
+    ax.set_xlabel(label if len(columns) > 1 else "", fontsize=8)
 
 
 # ---- Y7 ----------------------------------------------------------------------------------
