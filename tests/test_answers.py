@@ -20,6 +20,7 @@ from gradcomp.answers import (
     answers,
     answers_markdown,
     check_agreement,
+    decided,
     markdown_of,
 )
 from gradcomp.docblocks import begin, end
@@ -375,3 +376,14 @@ def test_the_default_says_what_it_cannot_decide(tmp_path):
     assert "detect 0.005 nats: gennorm name against uniform on the same kept set: 0.016, 37." in (
         " ".join(text.split())
     )
+
+
+def test_two_configurations_that_decode_alike_read_as_no_difference():
+    """A decided interval of float noise around 0 (the entropy-constrained design at one bit
+    and M=2 is GenNorm Lloyd's two levels: the same losses on every warm start) reads as the
+    same loss, not as +0.0000 [-1e-09, +1e-09]; a small real difference still reads as its
+    interval (planted bug: a threshold on the margin's scale would hide it)."""
+    same = {"margin": 0.004, "loss_diff_mean": 3e-18, "decided_lo": -1.2e-9, "decided_hi": 1.2e-9}
+    assert decided(same) == "0 [the same test loss on every warm start] nats"
+    small = {"margin": 0.004, "loss_diff_mean": 1e-4, "decided_lo": -2e-5, "decided_hi": 2.2e-4}
+    assert decided(small).startswith("+0.0001 [-0.00002, +0.0002")

@@ -48,6 +48,10 @@ NUMBER = "the number [interval the word is decided on]"
 COLUMNS = ("question", "the paper", "this study", NUMBER, "the evidence against", "from")
 #: Bits per entry of sending every entry as float32.
 FLOAT32_BITS = 32
+#: A decided interval this small against the margin is float noise around no difference:
+#: the two configurations decode alike (the entropy-constrained design at one bit, M=2, is
+#: GenNorm Lloyd's two levels), shown as such rather than as +0.0000 [-1e-09, +1e-09].
+IDENTICAL = 1e-6
 
 
 def _num(x: float, digits: int = 3) -> str:
@@ -257,6 +261,8 @@ def decided(r: Mapping[str, Any]) -> str:
     (``decided_lo`` / ``decided_hi``), each end on its true side of 0 and the margin:
     ``"+0.122 [+0.008, +0.235] nats"``."""
     m = float(r["margin"])
+    if max(abs(r["decided_lo"]), abs(r["decided_hi"])) < IDENTICAL * m:
+        return "0 [the same test loss on every warm start] nats"
     return (
         f"{_num(r['loss_diff_mean'])} [{_end(r['decided_lo'], m)}, {_end(r['decided_hi'], m)}] nats"
     )
@@ -456,7 +462,7 @@ def _direct_rows(family: pd.DataFrame) -> list[dict[str, str]]:
         rows.append(
             {
                 "question": f"(beyond both papers) How much accuracy does {method} buy "
-                "(arithmetic-coded, a zero cell over the smaller kept values)?",
+                "(arithmetic-coded; below one bit a zero cell over the smaller kept values)?",
                 "the paper": "",
                 "this study": words or "no question against float32",
                 NUMBER: " / ".join(parts),

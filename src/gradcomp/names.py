@@ -155,7 +155,7 @@ def variant(spec: Mapping[str, Any], rate: float | None = None, M: float | None 
     elif spec.get("levels"):
         parts.append(f"{spec['levels']} levels")
     elif spec.get("target_bits"):
-        parts.append(f"{float(spec['target_bits']):g} target bits")
+        parts.append(f"{_bits(float(spec['target_bits'])).replace(' bit', ' target bit')}")
     elif rate is not None and getattr(_kind_class(str(name)), "fixed_rate", None) is None:
         parts.append(_bits(rate))
     sparsifier = spec.get("sparsifier", "topk" if spec.get("topk") else None)
