@@ -238,7 +238,7 @@ class CompressionHookState:
         )  # fmt: skip
         step_of = getattr(self.compressor, "step", None)
         if isinstance(step_of, int) and step_of == rnd:
-            self.compressor.step = rnd + 1
+            setattr(self.compressor, "step", rnd + 1)  # noqa: B010 (any compressor type)
         if last is None:
             if self.history:
                 self.history[-1].refused = True
