@@ -120,16 +120,17 @@ def test_every_wrong_agreed_fact_is_refused_by_name_in_another_process():
 
 
 def test_the_check_values_are_charged_in_the_bytes():
-    """The header grew by the two 16-bit checks (12 bytes, was 8), every update's."""
+    """The header holds the two 32-bit checks (16 bytes: 12 with format 2's 16-bit checks,
+    8 before them), every update's."""
     from gradcomp.compression.wire import HEADER_BYTES
 
     spec = check_spec({"quantizer": "uniform", "rate": 2, "topk": 0.3, "min_entries": 10**9})
     c = compressor_factory(spec, SEED)(USER)
     payload, ctx = c.compress(update())
     data = encode_update(c, payload, ctx)
-    assert HEADER_BYTES == 12
+    assert HEADER_BYTES == 16
     # every tensor raw: the header, then per record 8 bytes of framing + its body
-    assert data[:2] == b"GW" and data[2] == 2
+    assert data[:2] == b"GW" and data[2] == 3
     layout = UpdateLayout.of(update())
     assert int.from_bytes(data[4:8], "little") == layout.fingerprint()
 
@@ -144,3 +145,35 @@ def test_a_compressor_built_without_its_spec_says_how_to_build_it(spec):
     with pytest.raises(TypeError, match="build_compressor"):
         encode_update(bare, payload, ctx)
     assert user_seed(SEED, USER) == 1000 * SEED + USER
+
+
+def test_issue54_no_two_users_and_rounds_share_a_facts_check():
+    """Issue 54: with 16-bit checks 528 of 100 users x 100 rounds shared a check with
+    another; 32-bit checks: none among 100 users x 1000 rounds, for several run seeds."""
+    from gradcomp.compression.wire_records import Agreed
+
+    spec = {"quantizer": "uniform", "rate": 2}
+    for seed in (0, 3, 5):
+        checks = {
+            Agreed.of({**spec, "seed": user_seed(seed, u)}, rnd).facts
+            for u in range(100)
+            for rnd in range(1000)
+        }
+        assert len(checks) == 100 * 1000, seed
+
+
+def test_issue54_the_searched_collision_is_refused():
+    """Issue 54: a lloyd ``slip`` receiver at user 76, round 957 (run seed 3) decoded user 1,
+    round 0's bytes silently (their 16-bit checks were equal); now refused by name."""
+    from gradcomp.compression.wire import make_receiver
+    from gradcomp.compression.wire_records import AgreedFactError
+
+    spec = {"quantizer": "lloyd", "family": "gennorm", "rate": 2, "slip": True,
+            "min_entries": 100}  # fmt: skip
+    sender = compressor_factory(check_spec(spec), 3)(1)
+    payload, ctx = sender.compress(update())
+    data = encode_update(sender, payload, ctx)
+    layout = UpdateLayout.of(update())
+    make_receiver(spec, layout, seed=3, user=1, rnd=0).decode(data)  # the right facts decode
+    with pytest.raises(AgreedFactError, match="seed, user or update index"):
+        make_receiver(spec, layout, seed=3, user=76, rnd=957).decode(data)

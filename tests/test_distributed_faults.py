@@ -155,3 +155,74 @@ def test_a_failure_on_one_rank_ends_every_rank_with_an_error(tmp_path, fault, pa
         assert "NonFiniteUpdateError" in (tmp_path / "rank0.txt").read_text()
         peer = (tmp_path / "rank1.txt").read_text()
         assert "PeerFailedError" in peer and "NaN or infinite gradients" in peer
+
+
+# ------------------------------------------------------------------ training after a refusal
+
+RECOVERY_SPECS = {
+    "bytes": {"quantizer": "uniform", "rate": 2, "topk": 0.2, "error_feedback": True, **td.SMALL},
+    "powersgd": {"compressor": "powersgd", "rate": 2, "error_feedback": True},
+    "randomk": {"quantizer": "none", "sparsifier": "randomk", "topk": 0.3},
+}
+RECOVERY_STEPS, NAN_STEP = 7, 3  # steps 0..6: NaN on rank 0 at step 3, steps 4-6 train
+
+
+def recovery_worker(rank: int, init_file: str, out_dir: str, name: str) -> None:
+    """Train RECOVERY_STEPS steps, rank 0's batch NaN at NAN_STEP; a step whose backward
+    raises is skipped (gradients zeroed, no optimizer step), as GradScaler skips an inf."""
+    td.start_group(rank, 2, init_file, GROUP_TIMEOUT_S)
+    model = td.tiny_net()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    state = td.CompressionHookState(RECOVERY_SPECS[name], model=model, seed=td.SEED, log_every=0)
+    ddp.register_comm_hook(state, td.compression_hook)
+    opt = torch.optim.SGD(model.parameters(), lr=td.LR)
+    log, params = [], []
+    for step in range(RECOVERY_STEPS):
+        x, y = td.batch(rank, step)
+        if rank == 0 and step == NAN_STEP:
+            x = x * float("nan")
+        opt.zero_grad(set_to_none=True)
+        try:
+            torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        except RuntimeError as err:
+            log.append(f"{step} refused: {err}")
+            opt.zero_grad(set_to_none=True)
+            params.append([p.detach().clone() for p in model.parameters()])
+            continue
+        opt.step()
+        log.append(f"{step} ok")
+        params.append([p.detach().clone() for p in model.parameters()])
+    torch.save(
+        {"log": log, "params": params, "refusals": [(s, r) for s, r, _ in state.refusals],
+         "refused": [h.refused for h in state.history]},
+        Path(out_dir) / f"rank{rank}.pt",
+    )  # fmt: skip
+    os._exit(0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(RECOVERY_SPECS))
+def test_issue54_ddp_trains_on_after_a_refused_step(tmp_path, name) -> None:
+    """Issue 54: NaN at step 3 on rank 0; the step is refused on both ranks (backward raises
+    the refusal, named), steps 4-6 train (parameters move), the replicas are bitwise equal
+    after every step. Before: step 4 died in the reducer's INTERNAL ASSERT."""
+    td.spawn(recovery_worker, 2, tmp_path, 4 * WALL_S, name)  # seven steps, a busy machine
+    runs = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(2)]
+    for rank, run in enumerate(runs):
+        log = run["log"]
+        assert [line.split()[1] for line in log] == ["ok"] * 3 + ["refused:"] + ["ok"] * 3, (
+            rank, log,
+        )  # fmt: skip
+        assert "NaN or infinite" in log[NAN_STEP] or "non-finite" in log[NAN_STEP], log
+        assert [s for s, _ in run["refusals"]] == [NAN_STEP], run["refusals"]
+        assert run["refused"] == [s == NAN_STEP for s in range(RECOVERY_STEPS)]
+    a, b = runs
+    for step in range(RECOVERY_STEPS):
+        for pa, pb in zip(a["params"][step], b["params"][step], strict=True):
+            assert torch.equal(pa, pb), (name, step)
+    skipped, last = a["params"][NAN_STEP - 1], a["params"][NAN_STEP]
+    assert all(torch.equal(p, q) for p, q in zip(skipped, last, strict=True))  # no step
+    for step in range(NAN_STEP + 1, RECOVERY_STEPS):  # steps 4-6 train
+        before, after = a["params"][step - 1], a["params"][step]
+        assert any(not torch.equal(p, q) for p, q in zip(before, after, strict=True)), step
+        assert all(bool(torch.isfinite(p).all()) for p in after), step

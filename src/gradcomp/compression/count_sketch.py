@@ -63,7 +63,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from gradcomp.compression.inputs import checked_update
+from gradcomp.compression.inputs import WIRE_LIMITS, checked_update, refuse_non_finite
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
 from gradcomp.compression.sketch_hash import HASH_KINDS, SketchHash, cached_hash
 from gradcomp.compression.sparsifiers import TopK
@@ -141,6 +141,10 @@ class CountSketch:
     compress(update) -> (payload: {"sketches": [Sketched], "raw": name -> float32 tensor},
     ctx: name -> (shape, dtype, device)); decompress -> the update's tensors; rate ->
     :class:`RateBreakdown`.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: cells or raw
+    entries beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
     """
 
     kind = "count_sketch"
@@ -328,6 +332,10 @@ class CountSketch:
             sketches.append(
                 Sketched(table.to(torch.float32), names, x.numel(), self.seed_of(index), k)
             )
+            # float32 cells beyond its range (a float64 update): refused, never sent as inf
+            refuse_non_finite(", ".join(names), self.kind, sketches[-1].table, x, WIRE_LIMITS["f4"])
+        for n, t in raw.items():
+            refuse_non_finite(n, self.kind, t, update[n], WIRE_LIMITS["f4"])
         return {"sketches": sketches, "raw": raw}, ctx
 
     def _feed_back(self, h: SketchHash, table: torch.Tensor, sent: torch.Tensor) -> torch.Tensor:

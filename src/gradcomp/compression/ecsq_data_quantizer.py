@@ -51,7 +51,12 @@ class CountedLevels(QuantizedValues):
 
 
 class ECSQDataQuantizer(ValueQuantizer):
-    """The entropy-constrained design of the values at ``target_bits`` (default ``rate``)."""
+    """The entropy-constrained design of the values at ``target_bits`` (default ``rate``).
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: levels beyond
+    float32): refused by name, :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`,
+    never clamped.
+    """
 
     kind = "ecsq_data"
     title = "entropy-constrained (data)"

@@ -83,7 +83,12 @@ def ecsq_levels(
 
 
 class ECSQQuantizer(LloydQuantizer):
-    """ECSQ of a fitted law at ``target_bits`` coded bits per value (default ``rate``)."""
+    """ECSQ of a fitted law at ``target_bits`` coded bits per value (default ``rate``).
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: side values
+    or levels beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "ecsq"
     title = "entropy-constrained"

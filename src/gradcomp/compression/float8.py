@@ -18,7 +18,8 @@ Rounding (``ties``) of a value to the nearest grid value:
 - ``"upper"``: M22's ``np.digitize`` on the midpoints (the follow-up's
   ``fp8_152_bin_edges``): a halfway value goes to the upper (larger) grid value.
 
-Beyond the largest grid value, values saturate to it, for both formats (torch's cast to
+Beyond the largest grid value, values saturate to it (counted and logged), for both formats
+(torch's cast to
 ``float8_e5m2`` gives inf there, which an uplink cannot send; its cast to ``float8_e4m3fn``,
 a format without inf, saturates to +-448 in torch 2.14, the same as here); NaN is refused
 with ``ValueError``. M22's float8 conversion is
@@ -31,6 +32,7 @@ codes with its table (spec ``huffman``, default true); side information 8 bits (
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -41,6 +43,8 @@ from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantize
 from gradcomp.quantization.grids import amax_exponent, as_numpy, get_grid
 
 __all__ = ["FLOAT8_FORMATS", "FLOAT8_SCALINGS", "FLOAT8_TIES", "Float8", "Float8Values"]
+
+log = logging.getLogger(__name__)
 
 #: ``float8_format`` values -> grid names.
 FLOAT8_FORMATS = {"e5m2": "fp8_e5m2", "e4m3": "fp8_e4m3"}
@@ -53,6 +57,9 @@ _K_RANGE = (-(2 ** (EXPONENT_BITS - 1)), 2 ** (EXPONENT_BITS - 1) - 1)
 @dataclass
 class Float8Values(QuantizedValues):
     """:class:`QuantizedValues` whose side information is the 8-bit scaling exponent (if any)."""
+
+    #: entries beyond the largest grid value, sent as it (the kind's documented saturation)
+    saturated: int = 0
 
     @property
     def side_bits(self) -> int:
@@ -81,7 +88,12 @@ def round_to_grid(v: np.ndarray, levels: np.ndarray, ties: str) -> np.ndarray:
 
 class Float8(ValueQuantizer):
     """``float8``: see the module doc. ``fmt`` in :data:`FLOAT8_FORMATS`, ``scaling`` in
-    :data:`FLOAT8_SCALINGS`, ``ties`` in :data:`FLOAT8_TIES`."""
+    :data:`FLOAT8_SCALINGS`, ``ties`` in :data:`FLOAT8_TIES`.
+
+    Beyond its grid: saturates, the one kind that clamps (an 8-bit float's recipe, and what
+    ``float8_e4m3fn`` casts do); each tensor's count is ``Float8Values.saturated``, the total
+    :attr:`saturated`, and a warning is logged. A reconstruction beyond the tensor's dtype
+    is refused (:class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`)."""
 
     kind = "float8"
     title = "FP8 (E5M2)"
@@ -107,6 +119,7 @@ class Float8(ValueQuantizer):
             raise ValueError(f"float8_ties must be one of {FLOAT8_TIES}, got {ties!r}")
         self.fmt, self.scaling, self.ties = fmt, scaling, ties
         self.unit_levels = get_grid(FLOAT8_FORMATS[fmt]).levels
+        self.saturated = 0  # entries saturated so far (all tensors, all updates)
 
     @classmethod
     def check_option(cls, key: str, value: object) -> str | None:
@@ -152,5 +165,15 @@ class Float8(ValueQuantizer):
         if np.isnan(v).any():
             raise ValueError(f"float8: tensor {name!r} has NaN values")
         k = self.exponent(v)
-        indices = round_to_grid(v * 2.0**k, self.unit_levels, self.ties)
-        return self._values(v.size, k, torch.from_numpy(indices).to(values.device))
+        scaled = v * 2.0**k
+        indices = round_to_grid(scaled, self.unit_levels, self.ties)
+        out = self._values(v.size, k, torch.from_numpy(indices).to(values.device))
+        top = float(self.unit_levels[-1])
+        out.saturated = int(np.count_nonzero(np.abs(scaled) > top))
+        if out.saturated:  # the explicit clamp: counted here and on the object, and logged
+            self.saturated += out.saturated
+            log.warning(
+                "float8: tensor %r: %d of %d entries beyond +-%g (x 2^%d) saturated to it",
+                name, out.saturated, v.size, top, -k,
+            )  # fmt: skip
+        return out

@@ -44,7 +44,12 @@ class ChannelValues(QuantizedValues):
 
 class GaussianChannel(ValueQuantizer):
     """Backward Gaussian test channel at ``rate`` bits per value (``slip``: the authors'
-    forward channel); ``seed`` seeds the noise (one torch.Generator per quantizer, CPU)."""
+    forward channel); ``seed`` seeds the noise (one torch.Generator per quantizer, CPU).
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: mean, std or
+    outputs overflowing): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "gaussian_channel"
     title = "Gaussian channel"

@@ -6,6 +6,12 @@ first, so a wrong input fails with an error that says what it takes, and a NaN o
 infinity fails with :class:`NonFiniteUpdateError` naming the tensor and how many entries,
 never by spreading through a quantizer's levels into a whole tensor of NaNs (one NaN in the
 minimum or maximum of uniform's range, or in a fitted law, poisons every level).
+A finite entry that the kind's format cannot carry (a float16 entry above 65504, a float64
+entry beyond float32's range) fails the same way, as :class:`OutOfRangeUpdateError` (a
+:class:`NonFiniteUpdateError`), when the compressor checks its reconstruction before it
+sends anything: every built-in kind refuses rather than clamps (a clamped gradient would be
+a wrong number a user does not see; the float8 kind's documented saturation to its grid is
+the one exception).
 
 >>> import torch
 >>> checked_update({"w": torch.ones(3)})["w"].shape
@@ -23,7 +29,13 @@ from typing import Any
 
 import torch
 
-__all__ = ["NonFiniteUpdateError", "checked_update"]
+__all__ = [
+    "WIRE_LIMITS",
+    "NonFiniteUpdateError",
+    "OutOfRangeUpdateError",
+    "checked_update",
+    "refuse_non_finite",
+]
 
 
 class NonFiniteUpdateError(ValueError):
@@ -35,6 +47,43 @@ class NonFiniteUpdateError(ValueError):
         super().__init__(
             f"update tensor {tensor!r} has {count} non-finite entries of {total} ({nan} NaN, "
             f"{count - nan} infinite): refused before encoding"
+        )
+
+
+class OutOfRangeUpdateError(NonFiniteUpdateError):
+    """Finite entries of an update tensor that the kind's format cannot carry: its
+    reconstruction (what the receiver decodes) would hold NaN or infinite values, e.g. a
+    float16 entry above 65504 or a float64 entry beyond float32's range where the kind sends
+    float32 numbers; ``tensor`` names it, ``count`` says how many entries would decode so.
+    A :class:`NonFiniteUpdateError`, so that whoever handles one handles both."""
+
+    def __init__(self, tensor: str, kind: str, count: int, total: int, largest: float, limit):
+        self.tensor, self.count, self.kind = tensor, count, kind
+        ValueError.__init__(
+            self,
+            f"update tensor {tensor!r} would decode with {count} of {total} entries NaN or "
+            f"infinite: {kind} cannot carry its largest entry {largest:.6g} (its numbers hold "
+            f"|x| <= {limit:.6g}); refused before encoding",
+        )
+
+
+#: The largest magnitude of each float format the kinds send (their ``wire_dtype``; float32
+#: for the side values, levels and factors of the others).
+WIRE_LIMITS = {"f2": 65504.0, "f4": float(torch.finfo(torch.float32).max),
+               "f8": float(torch.finfo(torch.float64).max)}  # fmt: skip
+
+
+def refuse_non_finite(
+    tensor: str, kind: str, reconstruction: torch.Tensor, sent: torch.Tensor, limit: float
+) -> None:
+    """Raise :class:`OutOfRangeUpdateError` when the sender's ``reconstruction`` of tensor
+    ``tensor`` (what a receiver decodes, in the tensor's dtype) holds NaN or infinite values
+    although ``sent`` (its finite entries) does not."""
+    finite = torch.isfinite(reconstruction)
+    if not bool(finite.all()):
+        largest = float(sent.detach().abs().max()) if sent.numel() else 0.0
+        raise OutOfRangeUpdateError(
+            tensor, kind, int((~finite).sum()), reconstruction.numel(), largest, limit
         )
 
 

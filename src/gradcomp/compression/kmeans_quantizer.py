@@ -29,7 +29,12 @@ __all__ = ["KMeansQuantizer"]
 
 
 class KMeansQuantizer(ValueQuantizer):
-    """2^R weighted k-means levels of the values (R = ``rate``, weight exponent ``M``)."""
+    """2^R weighted k-means levels of the values (R = ``rate``, weight exponent ``M``).
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: levels beyond
+    float32): refused by name, :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`,
+    never clamped.
+    """
 
     kind = "kmeans"
     title = "weighted k-means"

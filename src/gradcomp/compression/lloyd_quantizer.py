@@ -92,6 +92,10 @@ class LloydQuantizer(ValueQuantizer):
 
     ``fit_fn(x, family, label, floc)`` fits the law (default
     :func:`gradcomp.distributions.fit`); ``seed`` seeds the random initial levels of ``slip``.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: side values
+    or levels beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
     """
 
     kind = "lloyd"

@@ -19,6 +19,8 @@ A tensor's record body, field by field (docs/wire.md has the table per kind):
    and the code's bitstream; without, n indices at the kind's fixed width.
 
 Tensors with ``min_entries`` entries or fewer are the raw kind ``none`` (float32 values).
+A record that decodes to NaN or infinite values is refused
+(:class:`~gradcomp.compression.wire_records.NonFiniteDecodeError`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from gradcomp.compression.wire_fields import FieldReader, FieldWriter, WireForma
 from gradcomp.compression.wire_records import (
     Agreed,
     UpdateLayout,
+    check_finite,
     read_records,
     sender_agreed,
     write_records,
@@ -223,6 +226,7 @@ class PipelineReceiver:
             else:
                 out[torch.from_numpy(indices)] = values.to(dtype)
         r.finish()
+        check_finite(out, r.where)  # in the tensor's dtype: a level beyond its range is inf
         return out.reshape(shape)
 
     def decode(self, data: bytes | bytearray | memoryview) -> dict[str, torch.Tensor]:

@@ -23,7 +23,9 @@ positions, no side info. ``n_sent`` counts the float32 numbers sent.
 Byte format (:mod:`gradcomp.compression.wire`): one record per tensor, P (n x r', row-major)
 then Q (m x r') as float32, or the raw tensor's entries as float32; the receiver knows r'
 from the spec's rank and the shape (:meth:`PowerSGD.matrix_rank`), and needs no state: P and
-Q are both sent.
+Q are both sent. NaN or infinite numbers are refused on both sides (the sender:
+:class:`~gradcomp.compression.inputs.OutOfRangeUpdateError` when P, Q or a raw tensor
+overflow float32; the receiver: :class:`~gradcomp.compression.wire_records.NonFiniteDecodeError`).
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from typing import Any, cast
 
 import torch
 
-from gradcomp.compression.inputs import checked_update
+from gradcomp.compression.inputs import WIRE_LIMITS, checked_update, refuse_non_finite
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
 from gradcomp.compression.wire_fields import FieldWriter
 from gradcomp.compression.wire_records import (
     Agreed,
     UpdateLayout,
+    check_finite,
     read_records,
     sender_agreed,
     write_records,
@@ -78,6 +81,10 @@ class PowerSGD:
 
     compress(update) -> (payload: name -> :class:`LowRank`, ctx: name -> (shape, dtype));
     decompress -> the update's tensors; rate -> :class:`RateBreakdown`.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: P, Q or a raw
+    tensor beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
     """
 
     kind = "powersgd"
@@ -138,8 +145,10 @@ class PowerSGD:
             else:
                 sent = LowRank(raw=t.to(torch.float32).clone())
             payload[name], ctx[name] = sent, (tuple(t.shape), t.dtype)
+            recon = sent.matrix().reshape(t.shape)
+            refuse_non_finite(name, self.kind, recon.to(t.dtype), t, WIRE_LIMITS["f4"])
             if self.memory is not None:
-                self.memory.update(t, name, sent.matrix().reshape(t.shape))
+                self.memory.update(t, name, recon)
         return payload, ctx
 
     def decompress(self, payload, ctx) -> dict[str, torch.Tensor]:
@@ -202,5 +211,9 @@ class _PowerSGDReceiver:
             else:
                 sent = LowRank(raw=torch.from_numpy(r.array("f4", math.prod(shape), "values")))
             r.finish()
+            for field, part in (("P", sent.p), ("Q", sent.q), ("values", sent.raw)):
+                if part is not None:
+                    check_finite(part, r.where, field)
             out[name] = sent.matrix().reshape(shape).to(dtype)
+            check_finite(out[name], r.where)  # P Q^T beyond the dtype's range
         return out

@@ -105,7 +105,12 @@ class QSGDEliasCode:
 
 
 class QSGD(StochasticLevels):
-    """``qsgd``: QSGD with ``s = 2^(rate-1) - 1`` levels per sign (see the module doc)."""
+    """``qsgd``: QSGD with ``s = 2^(rate-1) - 1`` levels per sign (see the module doc).
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: a bucket norm
+    beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "qsgd"
     title = "QSGD"

@@ -38,7 +38,12 @@ class _OneBitCode(HuffmanCode):
 
 
 class ScaledSign(ValueQuantizer):
-    """``scaled_sign``: see the module doc. Index 0 is ``-scale``, index 1 is ``+scale``."""
+    """``scaled_sign``: see the module doc. Index 0 is ``-scale``, index 1 is ``+scale``.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: a scale
+    beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "scaled_sign"
     title = "scaled sign"

@@ -5,7 +5,9 @@ of the layout), then one per raw tensor (the others, in the layout's order). A s
 with ``sketch_topk``, k as a u32 (the entries it is unsketched to, which then depend on the
 data), then its ``rows x columns`` cells as float32, row-major. A raw tensor's body: its
 entries as float32. The receiver rebuilds each sketch's hashes from the user's seed
-(:meth:`~gradcomp.compression.count_sketch.CountSketch.hash_of`): the seed is not sent.
+(:meth:`~gradcomp.compression.count_sketch.CountSketch.hash_of`): the seed is not sent. NaN or
+infinite cells or values are refused
+(:class:`~gradcomp.compression.wire_records.NonFiniteDecodeError`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gradcomp.compression.wire_fields import FieldWriter
 from gradcomp.compression.wire_records import (
     Agreed,
     UpdateLayout,
+    check_finite,
     read_records,
     sender_agreed,
     write_records,
@@ -78,6 +81,7 @@ class SketchReceiver:
             h = self.sketch.hash_of(d, index)
             cells = r.array("f4", h.rows * h.columns, "cells")
             r.finish()
+            check_finite(cells, r.where, "cells")
             table = torch.from_numpy(cells).reshape(h.rows, h.columns)
             values, start = h.unsketch(table, k), 0
             for n in names:
@@ -86,4 +90,7 @@ class SketchReceiver:
         for n, r in zip(self.raw, readers[len(self.groups) :], strict=True):
             flat[n] = torch.from_numpy(r.array("f4", self.sizes[n], "values"))
             r.finish()
-        return {n: flat[n].reshape(s).to(d) for n, s, d in self.layout}
+        out = {n: flat[n].reshape(s).to(d) for n, s, d in self.layout}
+        for n, t in out.items():
+            check_finite(t, f"tensor {n!r}")
+        return out

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from gradcomp.compression.inputs import WIRE_LIMITS, OutOfRangeUpdateError
 from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
 
@@ -48,7 +49,8 @@ class StochasticLevels(ValueQuantizer):
     ``xi_i`` is the stochastic rounding of ``r_i = s |v_i| / scale``: ``floor(r_i)`` plus one
     with probability ``r_i - floor(r_i)``, so ``E[xi_i] = r_i`` and the output is unbiased.
     ``scale`` (subclasses: :meth:`scale_of`) is rounded up to a float32, sent as side info
-    (32 bits), so ``r_i <= s``; a scale beyond float32's range is refused (``ValueError``).
+    (32 bits), so ``r_i <= s``; a scale beyond float32's range is refused
+    (:class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, a ``ValueError``).
     Indices: ``s + sign(v_i) xi_i`` in 0..2s (level ``-s`` is index 0); fixed rate
     ``ceil(log2(2s + 1))`` bits per value. The uniforms come from a CPU ``torch.Generator``
     seeded with ``seed``: a given seed gives the same output.
@@ -89,11 +91,12 @@ class StochasticLevels(ValueQuantizer):
         padded = torch.zeros(n_buckets * b, dtype=torch.float64, device=v.device)
         padded[:n] = v
         scales = _float32_at_least(self.scale_of(padded.reshape(n_buckets, b)))
-        if not torch.isfinite(scales).all():
-            raise ValueError(
-                f"{self.kind}: tensor {name!r} has a bucket {self.scale_name} beyond float32 "
-                f"({float(scales.max()):.3g}), which its 32-bit side value cannot carry"
-            )
+        if not torch.isfinite(scales).all():  # refused by name, as every kind's overflow
+            bad = int((~torch.isfinite(scales)).sum()) * b
+            raise OutOfRangeUpdateError(
+                name, f"{self.kind} (a bucket {self.scale_name} beyond float32)", min(bad, n), n,
+                float(v.abs().max()), WIRE_LIMITS["f4"],
+            )  # fmt: skip
         # per bucket row, the same divisions as value by value (s |v| / scale, 0 at scale 0)
         safe = torch.where(scales > 0, scales, torch.ones_like(scales))
         rows = self.s * padded.abs().reshape(n_buckets, b) / safe[:, None]

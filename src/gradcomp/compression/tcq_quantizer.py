@@ -61,6 +61,10 @@ class TCQQuantizer(ValueQuantizer):
 
     ``refine_iter``: TCQ-Lloyd iterations on the data (0: the law's Lloyd codebook as is);
     ``train_entries``: most values they use. ``fit_fn(x, family, label, floc)`` fits the law.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: a codebook
+    beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
     """
 
     kind = "tcq"

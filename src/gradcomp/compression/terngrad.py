@@ -18,7 +18,12 @@ __all__ = ["TernGrad"]
 
 
 class TernGrad(StochasticLevels):
-    """``terngrad``: see the module doc. ``seed`` seeds the Bernoulli draws."""
+    """``terngrad``: see the module doc. ``seed`` seeds the Bernoulli draws.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: a scale
+    beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "terngrad"
     title = "TernGrad"

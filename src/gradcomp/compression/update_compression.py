@@ -35,13 +35,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch
 
-from gradcomp.compression.inputs import checked_update
+from gradcomp.compression.inputs import (
+    WIRE_LIMITS,
+    NonFiniteUpdateError,
+    OutOfRangeUpdateError,
+    checked_update,
+    refuse_non_finite,
+)
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.rates import RateBreakdown, index_code_bits
@@ -206,7 +213,10 @@ class TensorCompressor:
         sel = selection or self.select(tensor, mask, seeded_mask=seeded_mask)
         if sel.values.numel():
             if quantized is None:
-                quantized = self.quantizer.encode(sel.values, name, **self.encode_args(sel, step))
+                with _range_refusal(self.quantizer.kind, [(name, sel.values)]):
+                    quantized = self.quantizer.encode(
+                        sel.values, name, **self.encode_args(sel, step)
+                    )
             if label_values is not None:
                 _relabel(quantized, label_values.detach().reshape(-1), sel.indices, name)
         else:
@@ -261,6 +271,26 @@ class TensorCompressor:
             n_entries=ctx.numel,
             n_sent=q.n,
         )
+
+
+@contextmanager
+def _range_refusal(kind: str, tensors: list[tuple[str, torch.Tensor]]):
+    """A kind's design that fails (ValueError, OverflowError, ZeroDivisionError) on values
+    with an entry beyond float32's range (a float64 update) is refused by name, as
+    :class:`OutOfRangeUpdateError`: no kind's float32 side values or levels carry it."""
+    try:
+        yield
+    except NonFiniteUpdateError:
+        raise
+    except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+        for name, values in tensors:
+            largest = float(values.detach().abs().max()) if values.numel() else 0.0
+            if largest > WIRE_LIMITS["f4"]:
+                beyond = int((values.detach().abs() > WIRE_LIMITS["f4"]).sum())
+                raise OutOfRangeUpdateError(
+                    name, kind, beyond, values.numel(), largest, WIRE_LIMITS["f4"]
+                ) from exc
+        raise
 
 
 class QuantizerPipeline:
@@ -322,15 +352,19 @@ class QuantizerPipeline:
                 t = memory.compensate_kept(t, name, masks.get(name))
             items.append((name, coder, t, t * scale if scale != 1.0 else t, label))
         together = self._encode_together(items, masks, seeded)
-        payload, ctx = {}, {}
-        for name, coder, t, sent_t, label in items:
+        payload, ctx, sent = {}, {}, {}
+        for name, coder, _, sent_t, label in items:
             payload[name], ctx[name] = coder.compress(
                 sent_t, name, masks.get(name), seeded_mask=seeded, label_values=label,
                 step=self.step, **together.get(name, {}),
             )  # fmt: skip
-            if memory is not None:
-                sent = coder.reconstruct(payload[name], ctx[name], from_bitstream=False)
-                memory.update(t, name, sent, kept=masks.get(name))
+            sent[name] = coder.reconstruct(payload[name], ctx[name], from_bitstream=False)
+            kind = "none" if coder.raw else coder.quantizer.kind
+            wire = "f4" if coder.raw else (coder.quantizer.wire_dtype or "f4")
+            refuse_non_finite(name, kind, sent[name], sent_t, WIRE_LIMITS[wire])
+        if memory is not None:  # after every tensor's check: a refused update changes nothing
+            for name, _, t, _, _ in items:
+                memory.update(t, name, sent[name], kept=masks.get(name))
         self.step += 1
         return payload, ctx
 
@@ -350,7 +384,9 @@ class QuantizerPipeline:
             quantizer = group[0][1].quantizer
             args = [(sel.values, name, coder.encode_args(sel, self.step))
                     for name, coder, sel in group]  # fmt: skip
-            for (name, _, sel), q in zip(group, quantizer.encode_many(args), strict=True):
+            with _range_refusal(quantizer.kind, [(name, sel.values) for name, _, sel in group]):
+                many = quantizer.encode_many(args)
+            for (name, _, sel), q in zip(group, many, strict=True):
                 out[name] = {"selection": sel, "quantized": q}
         return out
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from gradcomp.compression.wire_records import check_finite
 from gradcomp.plugins import check_constructor, import_class
 
 __all__ = [
@@ -68,7 +69,8 @@ def build_user_compressor(spec: Mapping[str, Any]):
 class UserReceiver:
     """The server's decoder of a user class's bytes: its ``from_bytes`` with the layout, the
     update's index and the constructor keywords of ``spec`` (a checked spec with the user's
-    seed); the result is checked against the layout (names, shapes) and moved to the CPU."""
+    seed); the result is checked against the layout (names, shapes) and for NaN or infinite values
+    (:class:`~gradcomp.compression.wire_records.NonFiniteDecodeError`) and moved to the CPU."""
 
     def __init__(self, spec: Mapping[str, Any], layout, *, rnd: int):
         self.cls = load_class(spec["class"])
@@ -88,4 +90,5 @@ class UserReceiver:
                     f"the layout's is {shape}"
                 )
             decoded[name] = t.detach().to("cpu")
+            check_finite(decoded[name], f"tensor {name!r}")
         return decoded

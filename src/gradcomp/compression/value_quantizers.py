@@ -225,7 +225,12 @@ def level_values(
 
 
 class PassThrough(ValueQuantizer):
-    """``none``: values at float32."""
+    """``none``: values at float32.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: a float64
+    entry beyond float32's range): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "none"
     title = "float32"
@@ -239,7 +244,12 @@ class PassThrough(ValueQuantizer):
 
 
 class Float16(ValueQuantizer):
-    """``float16``: values rounded to IEEE half precision."""
+    """``float16``: values rounded to IEEE half precision.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: an entry
+    above 65504): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "float16"
     title = "float16"
@@ -255,7 +265,12 @@ class Float16(ValueQuantizer):
 class UniformQuantizer(ValueQuantizer):
     """``uniform``: 2^R levels from min to max of the values (2^R + 1 with ``slip``), or
     ``levels`` of them (any count from 2, at ``R = ceil(log2 levels)`` fixed-width bits), so
-    that the reference curve has points between the powers of two."""
+    that the reference curve has points between the powers of two.
+
+    Beyond its format (an entry whose reconstruction would be NaN or infinite: min or max
+    beyond float32): refused by name,
+    :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`, never clamped.
+    """
 
     kind = "uniform"
     title = "uniform"

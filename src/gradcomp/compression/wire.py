@@ -11,7 +11,7 @@ count sketch's hashes from the user's seed alone.
 
 The modules under it, one idea each: :mod:`~gradcomp.compression.wire_fields` (the fields
 and their errors), :mod:`~gradcomp.compression.wire_records` (the header and the framed
-records: :data:`HEADER_BYTES` = 12 bytes per update, :data:`RECORD_BYTES` = 8 per record),
+records: :data:`HEADER_BYTES` = 16 bytes per update, :data:`RECORD_BYTES` = 8 per record),
 and the kinds' layouts: :mod:`~gradcomp.compression.pipeline_wire` (a quantizer pipeline,
 with each value quantizer's ``write_side`` / ``read_side``),
 :meth:`~gradcomp.compression.powersgd.PowerSGD.to_bytes`,

@@ -2,12 +2,13 @@
 the records of one update, and the :class:`UpdateLayout` a receiver knows before the first
 round.
 
-- header, :data:`HEADER_BYTES` = 12: magic ``b"GW"``, format version (:data:`FORMAT_VERSION`),
+- header, :data:`HEADER_BYTES` = 16: magic ``b"GW"``, format version (:data:`FORMAT_VERSION`),
   the kind's code (:data:`KIND_CODES`), the CRC-32 of the layout (a receiver for another
-  model refuses the bytes), then the 16-bit checks of what sender and receiver agree on
-  outside the bytes (:class:`Agreed`): the compressor spec, and the seed, user and update
-  index, so that a receiver holding another fact refuses the bytes naming it
-  (:class:`AgreedFactError`) instead of decoding them into wrong values;
+  model refuses the bytes), then the 32-bit checks (CRC-32) of what sender and receiver
+  agree on outside the bytes (:class:`Agreed`): the compressor spec, and the seed, user and
+  update index, so that a receiver holding another fact refuses the bytes naming it
+  (:class:`AgreedFactError`) instead of decoding them into wrong values (a wrong fact
+  passes with probability about 2^-32; format 2 had 16-bit checks and 12 header bytes);
 - then the records in order (one per tensor; a count sketch: one per sketch, then one per raw
   tensor), each :data:`RECORD_BYTES` = 8 bytes of framing (u32 length, CRC-32 of the body)
   before its body, the kind's fields (:mod:`~gradcomp.compression.wire_fields`).
@@ -28,6 +29,8 @@ from gradcomp.compression.wire_fields import FieldReader, WireFormatError
 
 __all__ = [
     "AgreedFactError",
+    "NonFiniteDecodeError",
+    "check_finite",
     "Agreed",
     "FORMAT_VERSION",
     "HEADER_BYTES",
@@ -40,8 +43,8 @@ __all__ = [
 ]
 
 MAGIC = b"GW"
-FORMAT_VERSION = 2
-HEADER_BYTES = 12
+FORMAT_VERSION = 3
+HEADER_BYTES = 16
 RECORD_BYTES = 8
 #: The kind's byte in the header: a quantizer pipeline's value quantizer, or the compressor.
 KIND_CODES = {
@@ -61,19 +64,44 @@ class AgreedFactError(WireFormatError):
         super().__init__("header", fact, message)
 
 
+class NonFiniteDecodeError(WireFormatError):
+    """Bytes that decode to NaN or infinite values (no sender writes them: a finite update
+    decodes finite or is refused before encoding); ``count`` of the record's values."""
+
+    def __init__(self, where: str, field: str, count: int, total: int):
+        self.count = count
+        super().__init__(
+            where, field, f"{count} of {total} decoded values are NaN or infinite: refused"
+        )
+
+
+def check_finite(values: Any, where: str, field: str = "values") -> None:
+    """Raise :class:`NonFiniteDecodeError` naming ``where`` and ``field`` unless every entry
+    of ``values`` (a tensor or an array) is finite."""
+    t = values if isinstance(values, torch.Tensor) else torch.as_tensor(values)
+    if t.is_floating_point() and t.numel():
+        finite = torch.isfinite(t)
+        if not bool(finite.all()):
+            raise NonFiniteDecodeError(where, field, int((~finite).sum()), t.numel())
+
+
 #: Spec keys a receiver need not share with the sender: the seed is checked with the user and
 #: round (``Agreed.facts``), the name only labels runs.
 _NOT_AGREED = ("seed", "name")
 
 
-def _check16(text: str) -> int:
-    return zlib.crc32(text.encode()) & 0xFFFF
+#: Bytes of each agreed-fact check in the header (spec, then seed/user/round).
+CHECK_BYTES = 4
+
+
+def _check32(text: str) -> int:
+    return zlib.crc32(text.encode())
 
 
 @dataclass(frozen=True)
 class Agreed:
-    """The header's checks of what a receiver must know before the bytes arrive (16 bits
-    each, the low half of a CRC-32): ``spec``, of the checked compressor spec's keys and
+    """The header's checks of what a receiver must know before the bytes arrive (32 bits
+    each, a CRC-32): ``spec``, of the checked compressor spec's keys and
     values but its seed and name (as sorted JSON), and ``facts``, of the seed the spec
     carries (the user's compressor seed, ``1000 seed + user``) and the update's index.
 
@@ -91,7 +119,7 @@ class Agreed:
     def of(cls, spec: Mapping[str, Any], rnd: int) -> Agreed:
         items = {k: v for k, v in spec.items() if k not in _NOT_AGREED}
         text = json.dumps(items, sort_keys=True, default=str)
-        return cls(_check16(text), _check16(f"{spec.get('seed')}:{int(rnd)}"))
+        return cls(_check32(text), _check32(f"{spec.get('seed')}:{int(rnd)}"))
 
 
 def sender_agreed(compressor: Any) -> Agreed:
@@ -156,8 +184,8 @@ def write_records(
         MAGIC
         + bytes([FORMAT_VERSION, KIND_CODES[kind]])
         + layout.fingerprint().to_bytes(4, "little")
-        + agreed.spec.to_bytes(2, "little")
-        + agreed.facts.to_bytes(2, "little")
+        + agreed.spec.to_bytes(CHECK_BYTES, "little")
+        + agreed.facts.to_bytes(CHECK_BYTES, "little")
     )
     parts = [head]
     for body in records:
@@ -192,7 +220,9 @@ def read_records(
         raise AgreedFactError(
             "layout", "the update's tensor names, shapes or dtypes differ from this receiver's"
         )
-    spec_check, facts_check = (int.from_bytes(head.take(2, f), "little") for f in ("spec", "facts"))
+    spec_check, facts_check = (
+        int.from_bytes(head.take(CHECK_BYTES, f), "little") for f in ("spec", "facts")
+    )
     if spec_check != agreed.spec:
         raise AgreedFactError(
             "spec",

@@ -58,10 +58,16 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    bucket's device (uint8 for sizes and bytes), ready for NCCL. A compress or encode that
    raises on one rank (a bucket with NaN or infinite gradients included: refused before
    encoding) is told to the others through the sizes (the byte exchange) or a one-int32
-   status (every other exchange), and each rank raises; bytes that
-   do not decode raise :class:`~gradcomp.compression.wire.WireFormatError` on every rank
-   (all decode the same bytes). Set the process group's ``timeout``: a rank that dies
-   outright leaves the others waiting for it that long.
+   status (every other exchange); bytes that do not decode, or decode to NaN or infinite
+   values (checked before the average), fail on every rank alike
+   (:class:`~gradcomp.compression.wire.WireFormatError`). Either way the bucket is refused
+   on every rank: its future raises the error, so ``backward()`` raises it on every rank
+   after DDP's reducer has closed the step (raised in the hook itself, the next step would
+   die in the reducer's INTERNAL ASSERT), the refusal is in ``state.refusals`` and
+   ``StepBits.refused``, and the update index is skipped alike by every rank's compressor.
+   Catch it, zero the gradients and skip the optimizer step, as GradScaler skips an inf:
+   the next steps train normally (docs/distributed.md). Set the process group's
+   ``timeout``: a rank that dies outright leaves the others waiting for it that long.
 
 ``StepBits.wire_bytes`` is what this rank handed to the collectives per step (sizes, padded
 payloads, or the status and the all-reduced floats); ``StepBits.payload_bytes`` the length
@@ -86,8 +92,8 @@ from gradcomp.compression.rates import RateBreakdown
 from gradcomp.compression.specs import check_spec
 from gradcomp.compression.users import compressor_factory
 from gradcomp.compression.wire import encode_update, has_byte_format
-from gradcomp.distributed.linear import LINEAR_EXCHANGES, linear_exchange_of
-from gradcomp.distributed.wire import STATUS_BYTES, agree_or_raise, exchange_bytes
+from gradcomp.distributed.linear import LINEAR_EXCHANGES, finite_mean, linear_exchange_of
+from gradcomp.distributed.wire import STATUS_BYTES, agree, exchange_bytes, refused
 
 __all__ = [
     "EXCHANGES",
@@ -116,7 +122,7 @@ class StepBits:
     ``rnds``: their update indices; ``sent``: with ``keep_bytes``, per bucket the list of what
     this rank handed to its payload collectives, as bytes (its encoded payload; for a linear
     exchange its float32 vectors before the sum, PowerSGD's P part then its Q part), else
-    empty.
+    empty; ``refused``: a bucket of the step was refused (the step is to be skipped).
     """
 
     step: int
@@ -126,6 +132,7 @@ class StepBits:
     payload_bytes: int | None = 0
     rnds: list[int] = field(default_factory=list)
     sent: list[list[bytes]] = field(default_factory=list)
+    refused: bool = False
 
 
 class CompressionHookState:
@@ -205,6 +212,8 @@ class CompressionHookState:
         self.cache: dict[str, Any] = {}
         self.history: list[StepBits] = []
         self._current = StepBits(0)
+        #: (step, update index, error) of each refused bucket (:meth:`refuse`)
+        self.refusals: list[tuple[int, int, BaseException]] = []
 
     def name_of(self, param: torch.Tensor) -> str:
         try:
@@ -214,6 +223,28 @@ class CompressionHookState:
                 f"a bucket parameter of shape {tuple(param.shape)} is not a trainable "
                 "parameter of the model given to CompressionHookState (model)"
             ) from None
+
+    def refuse(self, error: BaseException, rnd: int, last: bool | None) -> None:
+        """A bucket refused on every rank (:func:`~gradcomp.distributed.wire.refused`):
+        recorded in :attr:`refusals` and logged; its update index ``rnd`` is skipped by the
+        compressor (one that refused before counting it is moved past it, so that every
+        rank's next bytes carry the same index); with ``last`` not None the bucket is counted
+        (no bits) and, if it is the step's last, the step closed."""
+        step = self.step if last is not None else self.history[-1].step if self.history else 0
+        self.refusals.append((step, rnd, error))
+        logger.warning(
+            "rank %d step %d: bucket (update %d) refused on every rank, skip this step: %s: %s",
+            self.rank, step, rnd, type(error).__name__, error,
+        )  # fmt: skip
+        step_of = getattr(self.compressor, "step", None)
+        if isinstance(step_of, int) and step_of == rnd:
+            setattr(self.compressor, "step", rnd + 1)  # noqa: B010 (any compressor type)
+        if last is None:
+            if self.history:
+                self.history[-1].refused = True
+            return
+        self._current.refused = True
+        self.record(RateBreakdown(), 0, last, None, rnd=rnd)
 
     def record(
         self,
@@ -261,7 +292,7 @@ def _check_decoded(update: Mapping[str, torch.Tensor], decoded: Mapping[str, tor
 
 def _exchange_decoded(state: CompressionHookState, bucket, update, named, rnd: int):
     """The rank's own decode, divided by the world size and all-reduced (float32), after the
-    ranks agree that every compress succeeded (:func:`agree_or_raise`)."""
+    ranks agree that every compress succeeded (:func:`agree`)."""
     buffer = bucket.buffer()
     compressor = state.compressor
     failure = None
@@ -275,14 +306,16 @@ def _exchange_decoded(state: CompressionHookState, bucket, update, named, rnd: i
         _check_decoded(update, decoded)
     except Exception as err:  # told to the other ranks before it is raised here
         failure = err
-    agree_or_raise(state, bucket, rnd, failure)
+    error = agree(state, bucket, rnd, failure)
+    if error is not None:
+        return refused(state, bucket, rnd, error)
     for name, g in named:
         g.copy_(decoded[name].detach().to(g.device, g.dtype))  # written into the bucket buffer
     wire = buffer.numel() * buffer.element_size() + STATUS_BYTES
     state.record(rate, wire, bucket.is_last(), n_bytes, rnd=rnd)
     buffer.div_(state.world_size)
     work = dist.all_reduce(buffer, group=state.group, async_op=True)
-    return work.get_future().then(lambda fut: fut.value()[0])
+    return work.get_future().then(finite_mean(state, rnd))
 
 
 _EXCHANGES = {**LINEAR_EXCHANGES, "bytes": exchange_bytes, "decoded": _exchange_decoded}

@@ -34,7 +34,7 @@ Kinds and what travels (float32, on the bucket's device):
 The first collective of PowerSGD is waited for in the hook (its result is needed before Q);
 every last collective is asynchronous and the averaged bucket is written in its future's
 callback. Before them, random-K, PowerSGD and the count sketch all-reduce one int32 status
-per bucket (:func:`~gradcomp.distributed.wire.agree_or_raise`): a rank whose compress raised
+per bucket (:func:`~gradcomp.distributed.wire.agree`): a rank whose compress raised
 stops every rank at once instead of leaving them in an all-reduce it never joins. ``wire_bytes``
 is that status (4 bytes) plus 4 x the float32 numbers all-reduced. Sketch hashing and the
 random-K masks run on the CPU (:mod:`~gradcomp.compression.sketch_hash`,
@@ -54,7 +54,8 @@ from gradcomp.compression.count_sketch import Sketched
 from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.powersgd import LowRank
 from gradcomp.compression.wire import encode_update
-from gradcomp.distributed.wire import STATUS_BYTES, agree_or_raise
+from gradcomp.compression.wire_records import check_finite
+from gradcomp.distributed.wire import STATUS_BYTES, agree, refused
 
 __all__ = [
     "LINEAR_EXCHANGES",
@@ -66,6 +67,22 @@ __all__ = [
 ]
 
 FLOAT_BYTES = 4
+
+
+def finite_mean(state: Any, rnd: int, where: str = "the all-reduced bucket"):
+    """The callback of an all-reduce's future: its tensor, checked finite before it becomes
+    the gradient (the same sum on every rank: the same refusal everywhere)."""
+
+    def check(fut: torch.futures.Future) -> torch.Tensor:
+        out = fut.value()[0]
+        try:
+            check_finite(out, where)
+        except Exception as err:
+            state.refuse(err, rnd, None)
+            raise
+        return out
+
+    return check
 
 
 def linear_exchange_of(spec) -> str | None:
@@ -90,14 +107,16 @@ def exchange_allreduce(state: Any, bucket: dist.GradBucket, update, named, rnd: 
         rate = state.compressor.rate(payload, ctx)
     except Exception as err:  # told to the other ranks before it is raised here
         failure = err
-    agree_or_raise(state, bucket, rnd, failure)
+    error = agree(state, bucket, rnd, failure)
+    if error is not None:
+        return refused(state, bucket, rnd, error)
     wire = buffer.numel() * buffer.element_size() + STATUS_BYTES
     state.record(rate, wire, bucket.is_last(), n_bytes, rnd=rnd)
     # DDP's reducer multiplies by 1 / N as it copies into the bucket (not the same bits as a
     # division when N is not a power of 2)
     buffer.mul_(1.0 / state.world_size)
     work = dist.all_reduce(buffer, group=state.group, async_op=True)
-    return work.get_future().then(lambda fut: fut.value()[0])
+    return work.get_future().then(finite_mean(state, rnd))
 
 
 def exchange_random_k(state: Any, bucket: dist.GradBucket, update, named, rnd: int):
@@ -116,14 +135,17 @@ def exchange_random_k(state: Any, bucket: dist.GradBucket, update, named, rnd: i
         ).contiguous()
     except Exception as err:  # told to the other ranks before it is raised here
         failure = err
-    agree_or_raise(state, bucket, rnd, failure)
+    error = agree(state, bucket, rnd, failure)
+    if error is not None:
+        return refused(state, bucket, rnd, error)
     sent = [values.cpu().numpy().tobytes()] if state.keep_bytes else None
     wire = STATUS_BYTES + FLOAT_BYTES * values.numel()
     state.record(rate, wire, bucket.is_last(), n_bytes, sent, rnd)
     work = dist.all_reduce(values, group=state.group, async_op=True)
+    summed = finite_mean(state, rnd, "the all-reduced kept values")
 
     def finish(fut: torch.futures.Future) -> torch.Tensor:
-        mean = fut.value()[0] / state.world_size
+        mean = summed(fut) / state.world_size
         start = 0
         for name, g in named:
             kept = int(masks[name].sum())
@@ -172,10 +194,16 @@ def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: i
         mats, raws, ctx, payload, first = _powersgd_p(state, update, device)
     except Exception as err:  # told to the other ranks before it is raised here
         failure = err
-    agree_or_raise(state, bucket, rnd, failure)
+    error = agree(state, bucket, rnd, failure)
+    if error is not None:
+        return refused(state, bucket, rnd, error)
     keep = [first.cpu().numpy().tobytes()] if state.keep_bytes else None
     dist.all_reduce(first, group=group)
     first /= world
+    try:  # the same sum on every rank: the same refusal everywhere
+        check_finite(first, "the all-reduced P vector")
+    except Exception as err:
+        return refused(state, bucket, rnd, err)
     start, ps_ = 0, {}
     for name, (_, _, p) in mats.items():
         ps_[name] = torch.linalg.qr(first[start : start + p.numel()].reshape(p.shape)).Q
@@ -196,8 +224,10 @@ def exchange_powersgd(state: Any, bucket: dist.GradBucket, update, named, rnd: i
     state.record(rate, wire, bucket.is_last(), _powersgd_bytes(state, ps, payload, ctx), keep, rnd)
     work = dist.all_reduce(second, group=group, async_op=True)
 
+    summed = finite_mean(state, rnd, "the all-reduced Q vector")
+
     def finish(fut: torch.futures.Future) -> torch.Tensor:
-        mean_q = fut.value()[0] / world
+        mean_q = summed(fut) / world
         start, out = 0, {}
         for name, (t, _, _) in mats.items():
             q = mean_q[start : start + qs[name].numel()].reshape(qs[name].shape)
@@ -243,14 +273,17 @@ def exchange_sketch(state: Any, bucket: dist.GradBucket, update, named, rnd: int
         flat = torch.cat(parts).to(buffer.device, torch.float32) if parts else torch.zeros(0)
     except Exception as err:  # told to the other ranks before it is raised here
         failure = err
-    agree_or_raise(state, bucket, rnd, failure)
+    error = agree(state, bucket, rnd, failure)
+    if error is not None:
+        return refused(state, bucket, rnd, error)
     sent = [flat.cpu().numpy().tobytes()] if state.keep_bytes else None
     wire = STATUS_BYTES + FLOAT_BYTES * flat.numel()
     state.record(rate, wire, bucket.is_last(), n_bytes, sent, rnd)
     work = dist.all_reduce(flat, group=state.group, async_op=True)
+    summed = finite_mean(state, rnd, "the all-reduced sketches")
 
     def finish(fut: torch.futures.Future) -> torch.Tensor:
-        mean = (fut.value()[0] / state.world_size).cpu()
+        mean = (summed(fut) / state.world_size).cpu()
         start, sketches, raw = 0, [], {}
         for s in payload["sketches"]:
             table = mean[start : start + s.table.numel()].reshape(s.table.shape)

@@ -44,15 +44,18 @@ import torch.distributed as dist
 
 from gradcomp.compression.inputs import NonFiniteUpdateError
 from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
+from gradcomp.compression.wire_records import check_finite
 
 __all__ = [
     "FAILED",
     "SIZE_BYTES",
     "STATUS_BYTES",
+    "agree",
     "agree_or_raise",
     "decode_mean",
     "exchange_bytes",
     "gather_sizes",
+    "refused",
 ]
 
 #: Bytes of one rank's size in the sizes all-gather (an int64, little-endian uint8 view).
@@ -99,25 +102,61 @@ def _status(failure: BaseException | None) -> int:
     return NON_FINITE_STATUS if isinstance(failure, NonFiniteUpdateError) else 1
 
 
-def agree_or_raise(
+def agree(
     state: Any, bucket: dist.GradBucket, rnd: int, failure: BaseException | None
-) -> None:
+) -> BaseException | None:
     """The linear exchanges' failure check before their all-reduces: every rank's status (1
     if its compress raised ``failure``, else 0; :data:`STATUS_BYTES` on the bucket's device)
-    summed across ranks, synchronously; a rank that failed raises its own error, the others
-    a :class:`PeerFailedError`, so that none waits in an all-reduce its peer never joins."""
+    summed across ranks, synchronously. The error of the bucket, the same decision on every
+    rank: the rank's own ``failure``, a :class:`PeerFailedError` on the others, or None; a
+    bucket with an error is refused on every rank (:func:`refused`), so that none waits in an
+    all-reduce its peer never joins."""
     flag = torch.tensor([_status(failure)], dtype=torch.int32)
     flag = flag.to(bucket.buffer().device)
     dist.all_reduce(flag, group=state.group)
     if failure is not None:
-        raise failure
+        return failure
     total = int(flag.item())
     if total:
         non_finite, other = divmod(total, NON_FINITE_STATUS)
         n = non_finite or other
-        raise _peer_failed(
+        return _peer_failed(
             state, bucket, rnd, f"{n} of the {state.world_size} ranks", non_finite=bool(non_finite)
         )
+    return None
+
+
+def agree_or_raise(
+    state: Any, bucket: dist.GradBucket, rnd: int, failure: BaseException | None
+) -> None:
+    """:func:`agree`, raising its error (outside a DDP hook: inside one, return
+    :func:`refused` instead, or PyTorch's reducer cannot run the next step)."""
+    error = agree(state, bucket, rnd, failure)
+    if error is not None:
+        raise error
+
+
+def refused(
+    state: Any, bucket: dist.GradBucket, rnd: int, error: BaseException
+) -> torch.futures.Future:
+    """The future of a bucket refused on every rank (a NaN or infinite gradient, a compress
+    that raised, on any rank: every rank decides alike): ``error`` raised from the future's
+    callback, so that ``backward()`` raises it on every rank after DDP's reducer has closed
+    the step (an error raised in the hook itself leaves the reducer mid-step and the next
+    step dies in an INTERNAL ASSERT). The bucket is filled with NaN, the refusal recorded
+    (``state.refusals``), and the compressor's update index moved past ``rnd`` on every
+    rank, so that the next step trains normally: skip it as GradScaler skips an inf
+    (docs/distributed.md)."""
+    buffer = bucket.buffer()
+    buffer.fill_(float("nan"))
+    state.refuse(error, rnd, bucket.is_last())
+    done: torch.futures.Future = torch.futures.Future()
+    done.set_result(buffer)
+
+    def fail(_: torch.futures.Future) -> torch.Tensor:
+        raise error
+
+    return done.then(fail)
 
 
 def decode_mean(
@@ -141,6 +180,7 @@ def decode_mean(
                 raise ValueError(
                     f"rank {user}'s bytes decoded to {got} for {name!r}, expected shape {shape}"
                 )
+            check_finite(t, f"rank {user}'s tensor {name!r}")  # before the average
             if name in acc:
                 acc[name].add_(t)  # t is promoted to float64 inside the kernel, exactly
             else:
@@ -168,11 +208,12 @@ def exchange_bytes(state: Any, bucket: dist.GradBucket, update, named, rnd: int)
         size = NON_FINITE if isinstance(failure, NonFiniteUpdateError) else FAILED
     sizes = gather_sizes(size, device, group, world)
     if failure is not None:
-        raise failure
+        return refused(state, bucket, rnd, failure)
     failed = [r for r, s in enumerate(sizes) if s < 0]
     if failed:
         non_finite = any(sizes[r] == NON_FINITE for r in failed)
-        raise _peer_failed(state, bucket, rnd, f"rank(s) {failed}", non_finite=non_finite)
+        error = _peer_failed(state, bucket, rnd, f"rank(s) {failed}", non_finite=non_finite)
+        return refused(state, bucket, rnd, error)
     longest = max(sizes)
     padded = torch.zeros(longest, dtype=torch.uint8)
     padded[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
@@ -187,7 +228,12 @@ def exchange_bytes(state: Any, bucket: dist.GradBucket, update, named, rnd: int)
         fut.wait()
         host = gathered.cpu().numpy()
         blobs = [host[r * longest : r * longest + s].tobytes() for r, s in enumerate(sizes)]
-        mean = decode_mean(spec, layout, blobs, seed=seed, rnd=rnd)
+        try:  # every rank decodes the same bytes: the same refusal everywhere
+            mean = decode_mean(spec, layout, blobs, seed=seed, rnd=rnd)
+        except Exception as err:
+            buffer.fill_(float("nan"))
+            state.refuse(err, rnd, None)
+            raise
         for name, g in named:
             g.copy_(mean[name].to(g.device, g.dtype))
         return buffer
