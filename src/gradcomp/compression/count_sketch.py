@@ -158,6 +158,8 @@ class CountSketch:
         "sketch_topk": None,
     }
     max_rate = 10_000
+    #: options that act on the error-feedback memory (refused without ``error_feedback``)
+    feedback_options = ("sketch_feedback",)
 
     def __init__(
         self,

@@ -47,8 +47,10 @@ class GaussianChannel(ValueQuantizer):
     forward channel); ``seed`` seeds the noise (one torch.Generator per quantizer, CPU)."""
 
     kind = "gaussian_channel"
+    takes_slip = True
     title = "Gaussian channel"
     wire_dtype = "f8"
+    huffman_acts = False
     ideal = True
 
     def __init__(self, rate: int, *, seed: int = 0, slip: bool = False):

@@ -101,6 +101,8 @@ class LloydQuantizer(ValueQuantizer):
     uses_full_tensor = True
     uses_step = True
     nearest_labels = True
+    takes_slip = True
+    lloyd_fits = FIT_TO
 
     def __init__(
         self,

@@ -59,6 +59,13 @@ Spec keys (``None`` means absent):
   refused elsewhere). ``tcq`` takes a ``family`` like ``lloyd`` and a rate in 1..8.
 - ``name``: a label (lowercase letters and digits in a config entry).
 
+No key is dropped: a key that another key or the kind makes moot (``topk`` or
+``topk_budget_percent`` under ``sparsifier: none``, ``topk`` beside ``topk_budget_percent``,
+``memory_decay`` or a memory option such as ``sketch_feedback`` without ``error_feedback``,
+``lloyd_fit`` on a kind that fits no law, ``slip`` on a kind without that variant, ``huffman:
+false`` where no index is coded) is refused naming both (:attr:`SpecError.other`); a
+checked spec's plain dict (every key) may restate the values check_spec fills in.
+
 Compressor entries (one compressor over several rates and M values) are expanded into
 specs by :mod:`gradcomp.compression.entries`.
 """
@@ -120,10 +127,11 @@ SPEC_KEYS = (
 
 
 class SpecError(ValueError):
-    """A compressor spec is invalid; ``key`` names the offending key."""
+    """A compressor spec is invalid; ``key`` names the offending key, ``other`` the key that
+    contradicts it (None when it is wrong on its own)."""
 
-    def __init__(self, key: str, message: str):
-        self.key, self.message = key, message
+    def __init__(self, key: str, message: str, other: str | None = None):
+        self.key, self.message, self.other = key, message, other
         super().__init__(f"compressor spec key {key!r}: {message}")
 
 
@@ -173,6 +181,19 @@ class CheckedSpec(Mapping[str, Any]):
 
 
 _CHECKED = object()
+_FULL = frozenset(SPEC_KEYS)
+
+
+class _Given(dict):
+    """A spec's keys given (not None); ``full``: it has every key (a checked spec's plain
+    dict, possibly edited), so it may restate what check_spec fills in."""
+
+    full = False
+
+
+def _kinds_with(attribute: str) -> str:
+    """The quantizer kinds whose class has ``attribute`` set (a key only they take)."""
+    return ", ".join(k for k, c in QUANTIZERS.items() if getattr(c, attribute, None))
 
 
 def user_seed(seed: int, user: int) -> int:
@@ -205,7 +226,19 @@ def check_spec(spec: Mapping[str, Any]) -> CheckedSpec:
         ...
         gradcomp.compression.specs.SpecError: ...'topp': unknown key (did you mean 'topk'?)...
     """
+    if isinstance(spec, CheckedSpec):
+        return spec
     return CheckedSpec(_checked(spec), _CHECKED)
+
+
+def _moot(s: Mapping[str, Any], key: str, filled: Any, other: str, why: str) -> None:
+    """SpecError naming ``key`` and ``other`` when ``key`` is given but ``other`` makes it
+    moot (``why``); a spec with every key (a checked spec's plain dict) may restate the
+    value check_spec fills in there (``filled``)."""
+    if key not in s or (getattr(s, "full", False) and s[key] == filled):
+        return
+    raise SpecError(key, f"{why}, so {key} {s[key]!r} would be dropped: give one of {key} "
+                    f"and {other}", other)  # fmt: skip
 
 
 def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -218,7 +251,8 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
                 f"unknown key{did_you_mean(key, SPEC_KEYS)}; allowed keys are "
                 f"{', '.join(SPEC_KEYS)}",
             )
-    s = {k: v for k, v in spec.items() if v is not None}
+    s = _Given({k: v for k, v in spec.items() if v is not None})
+    s.full = set(spec) == _FULL
     sources = [k for k in SOURCE_KEYS if k in s]
     if len(sources) > 1:
         raise SpecError(sources[1], f"give one of {', '.join(SOURCE_KEYS)}, not several")
@@ -245,6 +279,34 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
     lloyd_fit = s.get("lloyd_fit", "update")
     if lloyd_fit not in FIT_TO:
         raise SpecError("lloyd_fit", f"{lloyd_fit!r} is not one of {FIT_TO}")
+    fits = getattr(cls, "lloyd_fits", ())
+    if not fits:
+        _moot(
+            s,
+            "lloyd_fit",
+            "update",
+            "quantizer",
+            f"quantizer {kind!r} fits no law (lloyd_fit is for {_kinds_with('lloyd_fits')})",
+        )
+    elif lloyd_fit not in fits:
+        raise SpecError("lloyd_fit", f"quantizer {kind!r} fits its law to {' or '.join(fits)} "
+                        f"only, not {lloyd_fit!r}", "quantizer")  # fmt: skip
+    if s.get("slip") and not getattr(cls, "takes_slip", False):
+        _moot(
+            s,
+            "slip",
+            False,
+            "quantizer",
+            f"quantizer {kind!r} has no slip variant (slip is for {_kinds_with('takes_slip')})",
+        )
+    if not cls.huffman_acts and s.get("huffman") is False:
+        _moot(
+            s,
+            "huffman",
+            True,
+            "quantizer",
+            f"quantizer {kind!r} sends no index that a Huffman code would shorten",
+        )
 
     rate = s.get("rate")
     if cls.fixed_rate is not None:
@@ -292,6 +354,11 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
         if not (is_number(budget) and budget > 0):
             raise SpecError("topk_budget_percent", f"must be a number > 0, got {budget!r}")
         topk = min(1.0, budget / (100.0 * rate))
+        _moot(s, "topk", topk, "topk_budget_percent", f"topk_budget_percent {budget!r} sets "
+              f"the keep fraction (P / (100 rate) = {topk:g} at rate {rate})")  # fmt: skip
+    if sparsifier == "none":
+        for key in ("topk", "topk_budget_percent"):
+            _moot(s, key, None, "sparsifier", "sparsifier 'none' sends every entry")
 
     min_entries = s.get("min_entries", 1000)
     if not (is_int(min_entries) and min_entries >= 0):
@@ -320,11 +387,21 @@ def _checked(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def _check_options(s: Mapping[str, Any], kind: str, cls: type[Any]) -> dict[str, Any]:
     """The kind's own options (class attribute ``options``: key -> default), checked by the
-    class's ``check_option``; another kind's option keys are refused."""
+    class's ``check_option``; another kind's option keys are refused, and so are its options
+    that act on the error-feedback memory (``feedback_options``) without ``error_feedback``."""
     takes = getattr(cls, "options", {})
     for key in OPTION_KEYS:
         if key in s and key not in takes:
             raise SpecError(key, f"{kind} does not take {key}")
+    if not s.get("error_feedback", False):
+        for key in getattr(cls, "feedback_options", ()):
+            _moot(
+                s,
+                key,
+                takes[key],
+                "error_feedback",
+                f"{key} acts on the error-feedback memory, and error_feedback is not true",
+            )
     out = {}
     for key, default in takes.items():
         value = s.get(key, default)
@@ -346,6 +423,14 @@ def _check_common(s: Mapping[str, Any], default_decay: float = 1.0) -> dict[str,
     decay = s.get("memory_decay", default_decay)
     if not (is_number(decay) and 0 <= decay <= 1):
         raise SpecError("memory_decay", f"must be in [0, 1], got {decay!r}")
+    if not s.get("error_feedback", False):
+        _moot(
+            s,
+            "memory_decay",
+            default_decay,
+            "error_feedback",
+            "without error_feedback true there is no memory to decay",
+        )
     seed = s.get("seed", 0)
     if not is_int(seed):
         raise SpecError("seed", f"must be an integer, got {seed!r}")

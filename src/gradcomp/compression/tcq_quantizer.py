@@ -67,6 +67,7 @@ class TCQQuantizer(ValueQuantizer):
     title = "trellis-coded (TCQ)"
     takes_M = True
     takes_family = True
+    lloyd_fits = ("update",)
     uses_full_tensor = True
     max_rate: ClassVar[int] = 8
     states_allowed: ClassVar[tuple[int, ...]] = TCQ_STATES

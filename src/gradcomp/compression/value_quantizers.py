@@ -144,6 +144,15 @@ class ValueQuantizer:
     #: whether the indices sent are nearest-level labels of ``levels`` (memory mode
     #: ``m22_slip`` relabels them)
     nearest_labels: ClassVar[bool] = False
+    #: whether ``slip: true`` changes the kind (the authors' released variant); the spec of
+    #: a kind without one refuses it
+    takes_slip: ClassVar[bool] = False
+    #: the ``lloyd_fit`` values the kind honours (a kind that fits a law); none: it fits none
+    #: and its spec refuses the key
+    lloyd_fits: ClassVar[tuple[str, ...]] = ()
+    #: whether ``huffman`` changes what the kind sends (not for a kind that sends values, nor
+    #: for a one-bit index, its own code); the spec of a kind without refuses ``huffman: false``
+    huffman_acts: ClassVar[bool] = True
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], **kwargs: Any) -> ValueQuantizer:
@@ -231,6 +240,7 @@ class PassThrough(ValueQuantizer):
     title = "float32"
     fixed_rate = FLOAT_BITS
     wire_dtype = "f4"
+    huffman_acts = False
 
     def encode(self, values, name=""):
         return QuantizedValues(
@@ -245,6 +255,7 @@ class Float16(ValueQuantizer):
     title = "float16"
     fixed_rate = 16
     wire_dtype = "f2"
+    huffman_acts = False
 
     def encode(self, values, name=""):
         return QuantizedValues(
@@ -260,6 +271,7 @@ class UniformQuantizer(ValueQuantizer):
     kind = "uniform"
     title = "uniform"
     nearest_labels = True
+    takes_slip = True
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them
     options: ClassVar[dict[str, object]] = {"levels": None}
 
