@@ -21,9 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
-__all__ = ["NonFiniteUpdateError", "checked_update"]
+__all__ = ["FLOAT32_MAX", "NonFiniteUpdateError", "UnsendableValuesError", "check_sendable",
+           "checked_update"]  # fmt: skip
+
+#: The largest float32: levels or side values a kind sends as float32 cannot exceed it.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class NonFiniteUpdateError(ValueError):
@@ -36,6 +41,26 @@ class NonFiniteUpdateError(ValueError):
             f"update tensor {tensor!r} has {count} non-finite entries of {total} ({nan} NaN, "
             f"{count - nan} infinite): refused before encoding"
         )
+
+
+class UnsendableValuesError(ValueError):
+    """An update tensor's values are finite but beyond what its kind sends them with (levels
+    or side values as float32); ``tensor`` names it, ``kind`` the quantizer."""
+
+    def __init__(self, kind: str, tensor: str, largest: float, carrier: str):
+        self.kind, self.tensor, self.largest = kind, tensor, largest
+        super().__init__(
+            f"{kind}: update tensor {tensor!r} has |value| up to {largest:.4g}, beyond the "
+            f"{FLOAT32_MAX:.4g} that its {carrier} can hold: refused before encoding"
+        )
+
+
+def check_sendable(kind: str, tensor: str, values: np.ndarray, carrier: str) -> None:
+    """:class:`UnsendableValuesError` when finite ``values`` exceed float32's range, that of
+    the ``carrier`` (e.g. "float32 levels") the kind sends them with."""
+    largest = float(np.max(np.abs(values))) if np.size(values) else 0.0
+    if largest > FLOAT32_MAX:
+        raise UnsendableValuesError(kind, tensor, largest, carrier)
 
 
 def _what(value: Any) -> str:
@@ -61,6 +86,8 @@ def checked_update(update: Any, who: str = "compress") -> Mapping[str, torch.Ten
             raise TypeError(f"{takes}; entry {name!r} is {_what(t)}")
         if not torch.is_floating_point(t):
             raise TypeError(f"{takes}; entry {name!r} is not floating point ({t.dtype})")
+        if t.is_meta:
+            raise TypeError(f"{takes}; entry {name!r} is a meta tensor (a shape, no values)")
         finite = torch.isfinite(t)
         if not bool(finite.all()):
             bad = int((~finite).sum())
