@@ -302,7 +302,24 @@ class QuantizerPipeline:
         return coder
 
     def compress(self, update: Mapping[str, torch.Tensor]):
-        tensors = {n: t.detach() for n, t in checked_update(update).items()}
+        """(payload, ctx) of one update; a refused update (an error raised here, e.g. a
+        tensor its quantizer cannot send) leaves the pipeline as it was: its step, its
+        memory and its sparsifier's last draw."""
+        update = checked_update(update)
+        memory, topk = self.memory, self.topk
+        saved = (None if memory is None else dict(memory.residuals),
+                 None if topk is None else dict(vars(topk)))  # fmt: skip
+        try:
+            return self._compress(update)
+        except BaseException:
+            if memory is not None and saved[0] is not None:
+                memory.residuals = saved[0]
+            if topk is not None and saved[1] is not None:
+                vars(topk).update(saved[1])
+            raise
+
+    def _compress(self, update: Mapping[str, torch.Tensor]):
+        tensors = {n: t.detach() for n, t in update.items()}
         memory = self.memory
         if memory is not None and memory.before_selection:
             tensors = {n: memory.compensate(t, n) for n, t in tensors.items()}
