@@ -104,7 +104,7 @@ __all__ = [
 #: The keep fraction of a ``topk`` or ``randomk`` sparsifier given without ``topk``: paper
 #: Y's 45.2%, the one default of the library, the config (``lossy.topk``) and the DDP hook.
 DEFAULT_TOPK = 0.452
-#: The largest weight exponent M of a design (lloyd, kmeans, tcq, ecsq, ecsq_data): up to it
+#: The largest weight exponent M of a design (every kind that takes M): up to it
 #: the weights ``|g / max|g||^M`` of entries down to 2^-16 of the largest stay normal float64
 #: numbers (2^(-16 M) >= 2^-1022), so a design tells them apart; the study uses M <= 4.
 MAX_M = 63

@@ -98,7 +98,6 @@ class PayloadError(TypeError):
 def _check_payload(compressor: Any, payload: Any, ctx: Any) -> None:
     """:class:`PayloadError` unless ``payload`` and ``ctx`` have the shape of a built-in
     compressor's ``compress`` result, for the tensors it compressed."""
-    from gradcomp.compression.count_sketch import CountSketch
     from gradcomp.compression.powersgd import LowRank, PowerSGD
     from gradcomp.compression.update_compression import TensorCtx, TensorPayload
 
@@ -106,12 +105,8 @@ def _check_payload(compressor: Any, payload: Any, ctx: Any) -> None:
     for argument, value in (("payload", payload), ("ctx", ctx)):
         if not isinstance(value, Mapping):
             raise PayloadError(argument, f"{kind}.compress returns a mapping, got {value!r:.80}")
-    if isinstance(compressor, CountSketch):
-        if set(payload) != {"sketches", "raw"}:
-            raise PayloadError("payload", f"a count sketch's payload has 'sketches' and 'raw', "
-                               f"not {sorted(map(str, payload))}")  # fmt: skip
-        return
-    if list(payload) != list(ctx):
+    same = list(payload) == list(ctx)
+    if isinstance(compressor, (PowerSGD, QuantizerPipeline)) and not same:
         raise PayloadError("ctx", f"names {list(ctx)} are not the payload's {list(payload)}")
     if isinstance(compressor, PowerSGD):
         wrong = [n for n, p in payload.items() if not isinstance(p, LowRank)]
@@ -126,6 +121,11 @@ def _check_payload(compressor: Any, payload: Any, ctx: Any) -> None:
             if coder is None or p.quantized.kind not in (coder.quantizer.kind, "none"):
                 raise PayloadError("payload", f"{name!r} was not compressed by this {kind} "
                                    f"({p.quantized.kind} values)")  # fmt: skip
+        return
+    # the other built-in kind, a count sketch: its sketches and its raw tensors
+    if set(payload) != {"sketches", "raw"}:
+        raise PayloadError("payload", f"a count sketch's payload has 'sketches' and 'raw', "
+                           f"not {sorted(map(str, payload))}")  # fmt: skip
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
