@@ -103,12 +103,17 @@ def test_the_reference_is_the_brute_force_optimum_on_a_small_sample():
         assert best_design_error(x, M, levels=3) == pytest.approx(brute, rel=1e-9)
 
 
-def test_kmeans_with_one_entry_a_million_times_the_others_keeps_them_apart():
-    """The issue's case: kmeans at M = 2 decoded every ordinary entry as the outlier."""
-    x = _data(1e6, 1)
+def test_kmeans_with_one_entry_of_1e6_keeps_the_others_apart():
+    """The issue's case: kmeans at M = 2 with one entry 1e6 among N(0, 0.1^2) entries decoded
+    every ordinary entry as the outlier (weighted error 1e10; {0, outlier}: 3e-5)."""
+    x = np.random.default_rng(0).normal(scale=0.1, size=1000).astype(np.float32)
+    x[0] = 1e6
+    x = x.astype(np.float64)
     c = build_compressor({"quantizer": "kmeans", "rate": 2, "M": 2, "min_entries": 0})
     decoded = c.decompress(*c.compress({"w": torch.from_numpy(x)}))["w"].numpy()
-    assert decoded[0] == x[0] and np.all(np.abs(decoded[1:]) < 10)
+    assert decoded[0] == x[0] and not np.any(decoded[1:] == x[0])
+    zero_or_outlier = float(np.sum(np.abs(x[1:]) ** 2 * x[1:] ** 2))
+    assert float(np.sum(np.abs(x) ** 2 * (x - decoded) ** 2)) <= 2 * zero_or_outlier
 
 
 def test_ecsq_data_with_one_entry_1e30_times_the_others_keeps_them_apart():
