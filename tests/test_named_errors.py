@@ -159,3 +159,21 @@ def test_a_refused_update_leaves_the_compressor_as_it_was(kind):
     want = fresh.decompress(*fresh.compress(second))
     for name in second:
         assert torch.equal(got[name], want[name]), name
+
+
+@pytest.mark.parametrize("kind", ["kmeans", "ecsq_data"])
+def test_an_update_refused_after_its_first_tensor_leaves_the_memory_as_it_was(kind):
+    """A tensor beyond float32's range refused mid-update (the first tensor's memory already
+    updated) restores the pipeline: the next update decodes as a never-refused sender's."""
+    from gradcomp.compression.inputs import UnsendableValuesError
+
+    spec = check_spec({"quantizer": kind, "rate": 2, "min_entries": 10, "error_feedback": True})
+    sender, fresh = build_compressor(spec), build_compressor(spec)
+    for c in (sender, fresh):
+        c.compress(_update(1))
+    second = _update(2)
+    with pytest.raises(UnsendableValuesError, match="'b'"):
+        sender.compress({**second, "b": second["b"].double() * 1e200})
+    got = sender.decompress(*sender.compress(second))
+    want = fresh.decompress(*fresh.compress(second))
+    assert all(torch.equal(got[n], want[n]) for n in second)
