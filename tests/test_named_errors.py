@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gradcomp.compression import build_compressor
-from gradcomp.compression.count_sketch import MAX_HASH_ENTRIES, CountSketch
+from gradcomp.compression.count_sketch import MAX_HASH_ENTRIES, CountSketch, SketchSizeError
 from gradcomp.compression.inputs import NonFiniteUpdateError
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
@@ -117,11 +117,11 @@ def test_a_sketch_too_large_for_its_tensor_is_refused_before_its_hashes():
     d = MAX_HASH_ENTRIES // rows + 1
     sketch = CountSketch(100, rows=rows, min_entries=0)
     update = {"w": torch.zeros(d).expand(d)}  # no memory of its own
-    with pytest.raises(SpecError, match="rows"):
+    with pytest.raises(SketchSizeError, match="rows"):
         sketch.compress(update)
     assert sketch.step == 0
     layout = UpdateLayout.from_items([("w", (d,), torch.float32)])
-    with pytest.raises(SpecError, match="rows"):
+    with pytest.raises(SketchSizeError, match="rows"):
         make_receiver({"compressor": "count_sketch", "rate": 100, "rows": rows,
                        "min_entries": 0}, layout, seed=0, user=0, rnd=0)  # fmt: skip
 

@@ -75,6 +75,7 @@ __all__ = [
     "SKETCH_FEEDBACKS",
     "SKETCH_SCOPES",
     "CountSketch",
+    "SketchSizeError",
     "SketchHash",
     "sketch_relative_error",
     "probe_vector",
@@ -128,6 +129,14 @@ def sketch_relative_error(
     h = SketchHash(d, rows, c, seed + 1, hash_kind)
     k = min(math.ceil(k_ratio * c), int((sketched != 0).sum()))
     return float((h.unsketch(h.sketch(sketched), k) - x).norm() / x.norm())
+
+
+class SketchSizeError(ValueError):
+    """A sketch too large for the update it sketches; ``key``: the spec key to lower."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(f"compressor spec key {key!r}: {message}")
 
 
 @dataclass
@@ -310,12 +319,10 @@ class CountSketch:
             )  # fmt: skip
 
     def check_size(self, d: int) -> None:
-        """:class:`~gradcomp.compression.specs.SpecError` naming ``rows`` when a sketch of d
-        entries needs more than :data:`MAX_HASH_ENTRIES` hash entries (before any is built)."""
+        """:class:`SketchSizeError` naming ``rows`` when a sketch of d entries needs more than
+        :data:`MAX_HASH_ENTRIES` hash entries (checked before any is built)."""
         if self.rows * d > MAX_HASH_ENTRIES:
-            from gradcomp.compression.specs import SpecError
-
-            raise SpecError(
+            raise SketchSizeError(
                 "rows",
                 f"a {self.rows}-row sketch of {d} entries needs {self.rows * d} hash entries "
                 f"(24 bytes each), more than {MAX_HASH_ENTRIES}: use fewer rows or "
