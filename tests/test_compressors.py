@@ -402,7 +402,7 @@ def test_workflow_spec_is_accepted():
         "topk_budget_percent": None,
         "min_entries": 1000,
         "error_feedback": False,
-        "memory_decay": 1.0,
+        "memory_decay": None,
         "slip": False,
     }
     c = build_compressor(spec)
@@ -414,6 +414,7 @@ def test_workflow_spec_is_accepted():
             "family": None,
             "rate": 32,
             "M": 0,
+            "topk": None,
             "topk_budget_percent": 160,
         }
     )

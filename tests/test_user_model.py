@@ -104,11 +104,13 @@ def test_the_console_script_finds_a_model_in_the_folder_it_runs_in(tmp_path: Pat
 
     (tmp_path / "mymodels.py").write_text(doc_block("mymodels.py"))
     (tmp_path / "mine.yaml").write_text(doc_block("mine.yaml"))
-    tree = write_imagefolder_tree(tmp_path / "cifar", n_train=20, n_test=20)
+    tree = write_imagefolder_tree(tmp_path / "cifar", n_train=40, n_test=20)
     script = Path(sys.executable).with_name("snakemake")
     proc = subprocess.run(
         [str(script), "-s", str(REPO / "Snakefile"), "-n", "--cores", "1", "--configfile",
-         "mine.yaml", "--config", f"cifar10={tree}"],
+         "mine.yaml", "--config", f"cifar10={tree}",
+         # subsets the small folder holds (-n refuses the default 5,000: issue 54)
+         "data={train_subset: 10, test_subset: 10, pretrain_subset: 10}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )  # fmt: skip

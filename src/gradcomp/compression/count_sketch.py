@@ -75,6 +75,7 @@ __all__ = [
     "SKETCH_FEEDBACKS",
     "SKETCH_SCOPES",
     "CountSketch",
+    "SketchSizeError",
     "SketchHash",
     "sketch_relative_error",
     "probe_vector",
@@ -90,6 +91,13 @@ CHECK_ENTRIES = 30_000
 WARN_ENTRIES = 1_000_000
 #: GenNorm shape of the test vector (1: Laplace, the light end of paper L's 0.6-1.0 fits).
 TEST_SHAPE = 1.0
+#: Most sketch rows: a row more divides the chance of a bad estimate by about e, and the
+#: config check's test sketch (:data:`CHECK_ENTRIES` entries) stays small (rows x entries
+#: hash entries of 24 bytes each are allocated).
+MAX_ROWS = 64
+#: Most rows x entries of one sketch's hashes (24 bytes each, 12 GiB), checked against the
+#: update before the hashes are built.
+MAX_HASH_ENTRIES = 2**29
 
 
 def probe_vector(d: int, seed: int = 0, shape: float = TEST_SHAPE) -> torch.Tensor:
@@ -121,6 +129,14 @@ def sketch_relative_error(
     h = SketchHash(d, rows, c, seed + 1, hash_kind)
     k = min(math.ceil(k_ratio * c), int((sketched != 0).sum()))
     return float((h.unsketch(h.sketch(sketched), k) - x).norm() / x.norm())
+
+
+class SketchSizeError(ValueError):
+    """A sketch too large for the update it sketches; ``key``: the spec key to lower."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(f"compressor spec key {key!r}: {message}")
 
 
 @dataclass
@@ -162,6 +178,8 @@ class CountSketch:
         "sketch_topk": None,
     }
     max_rate = 10_000
+    #: options that act on the error-feedback memory (refused without ``error_feedback``)
+    feedback_options = ("sketch_feedback",)
 
     def __init__(
         self,
@@ -204,8 +222,8 @@ class CountSketch:
     def check_option(cls, key: str, value: Any) -> str | None:
         """Why ``value`` is not valid for option ``key``, or None."""
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if key == "rows" and not (number and value == int(value) and value >= 1):
-            return f"must be an integer >= 1 (sketch rows), got {value!r}"
+        if key == "rows" and not (number and value == int(value) and 1 <= value <= MAX_ROWS):
+            return f"must be an integer in 1..{MAX_ROWS} (sketch rows), got {value!r}"
         if key == "sketch_k_ratio" and not (number and 0 < value <= 10):
             return f"must be a number in (0, 10] (entries recovered per column), got {value!r}"
         if key == "min_entries" and not (number and value == int(value) and value >= 0):
@@ -304,8 +322,31 @@ class CountSketch:
                 d, self.rows, self.columns(d), self.k_of(d), error,
             )  # fmt: skip
 
+    def check_size(self, d: int) -> None:
+        """:class:`SketchSizeError` naming ``rows`` when a sketch of d entries needs more than
+        :data:`MAX_HASH_ENTRIES` hash entries (checked before any is built)."""
+        if self.rows * d > MAX_HASH_ENTRIES:
+            raise SketchSizeError(
+                "rows",
+                f"a {self.rows}-row sketch of {d} entries needs {self.rows * d} hash entries "
+                f"(24 bytes each), more than {MAX_HASH_ENTRIES}: use fewer rows or "
+                "sketch_scope tensor",
+            )
+
     def compress(self, update: Mapping[str, torch.Tensor]):
+        """(payload, ctx) of one update; a refused update leaves the compressor as it was."""
         update = checked_update(update)
+        groups = self.groups({n: t.numel() for n, t in update.items()})
+        for names in groups:
+            self.check_size(sum(update[n].numel() for n in names))
+        saved = (self.step, dict(self.errors))
+        try:
+            return self._compress(update)
+        except BaseException:
+            self.step, self.errors = saved
+            raise
+
+    def _compress(self, update: Mapping[str, torch.Tensor]):
         self.step += 1
         ctx = {n: (tuple(t.shape), t.dtype, t.device) for n, t in update.items()}
         groups = self.groups({n: t.numel() for n, t in update.items()})

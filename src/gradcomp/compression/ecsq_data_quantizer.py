@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
+from gradcomp.compression.inputs import check_sendable
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
 from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.ecsq import cell_centroids, ecsq_design, m_weights
@@ -88,15 +89,21 @@ class ECSQDataQuantizer(ValueQuantizer):
 
     def encode(self, values: torch.Tensor, name: str = "") -> QuantizedValues:
         x = values.detach().to("cpu", torch.float64).numpy()
+        check_sendable(self.kind, name, x, "float32 levels")
         M = self.M if np.any(x != 0) else 0.0
-        order = np.sort(x)
+        # designed at unit scale (largest |value| 1): the weights, the distortions and the
+        # Lagrange multiplier's range stay inside float64 whatever the values' scale
+        scale = float(np.max(np.abs(x))) or 1.0
+        unit = x / scale
+        order = np.sort(unit)
         points = order[np.linspace(0, x.size - 1, min(x.size, DESIGN_POINTS)).round().astype(int)]
         design = ecsq_design(points, np.full(points.size, 1.0 / points.size), M=M,
                              rate=self.target_bits, lengths="huffman",
                              max_levels=self.n_symbols(), iters=DESIGN_STEPS)  # fmt: skip
-        cells = np.searchsorted(design.thresholds, x, side="left")
+        cells = np.searchsorted(design.thresholds, unit, side="left")
         used, cells = np.unique(cells, return_inverse=True)
-        levels = cell_centroids(cells, x, m_weights(x, M), np.bincount(cells, minlength=used.size))
+        mass = np.bincount(cells, minlength=used.size)
+        levels = cell_centroids(cells, unit, m_weights(unit, M), mass) * scale
         sent = levels.astype(np.float32).astype(np.float64)  # what the wire carries
         return CountedLevels(self.kind, x.size, indices=torch.from_numpy(cells).to(values.device),
                              levels=sent, value_bits=level_bits(self.n_symbols()),

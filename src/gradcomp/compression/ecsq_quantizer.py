@@ -95,6 +95,7 @@ class ECSQQuantizer(LloydQuantizer):
     nearest_labels = False
     min_rate, max_rate = 1, 8
     min_target_bits = MIN_TARGET_BITS
+    lloyd_fits = ("update",)
     options: ClassVar[dict[str, object]] = {"target_bits": None}
 
     def __init__(

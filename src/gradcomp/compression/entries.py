@@ -115,6 +115,29 @@ def _kind_defaults(entry: Mapping[str, Any], defaults: Mapping[str, Any]) -> dic
     return {k: v for k, v in defaults.items() if k in takes}
 
 
+def _applying(entry: Mapping[str, Any], inherited: Mapping[str, Any]) -> dict[str, Any]:
+    """The inherited defaults that act on the entry: a section default that the entry's own
+    keys or kind make moot (a keep fraction under ``sparsifier: none`` or a bit budget, a
+    memory decay without error feedback, a fit or slip for a kind without one) does not
+    apply to it, where the same key given by the entry itself is refused
+    (:func:`~gradcomp.compression.specs.check_spec`)."""
+    out = {k: v for k, v in inherited.items() if k not in entry and v is not None}
+    merged = {**out, **{k: v for k, v in entry.items() if v is not None}}
+    cls = QUANTIZERS.get(entry.get("quantizer"))  # type: ignore[arg-type]
+    drop = set()
+    if entry.get("sparsifier") == "none":
+        drop |= {"topk", "topk_budget_percent"}
+    if merged.get("topk_budget_percent") is not None:
+        drop.add("topk")
+    if not merged.get("error_feedback", False):
+        drop.add("memory_decay")
+    if cls is not None and not cls.lloyd_fits:
+        drop.add("lloyd_fit")
+    if cls is not None and not cls.takes_slip:
+        drop.add("slip")
+    return {k: v for k, v in out.items() if k not in drop}
+
+
 def _entry_problems(
     i: int, entry: Any, defaults: Mapping[str, Any]
 ) -> tuple[list[EntryProblem], list[Variant]]:
@@ -165,7 +188,7 @@ def _entry_problems(
     ]
     if problems:
         return problems, []
-    inherited = _kind_defaults(entry, defaults)
+    inherited = _applying(entry, _kind_defaults(entry, defaults))
     fields = {k: v for k, v in entry.items() if k not in ("rates", "M", "curve")}
     curve = entry.get("curve", name)
     if not (isinstance(curve, str) and _NAME.match(curve)):
@@ -183,7 +206,10 @@ def _entry_problems(
             except SpecError as err:
                 key = {"rate": "rates", "options": "class"}.get(err.key, err.key)
                 from_defaults = key not in entry and key in inherited
-                return [EntryProblem(i, key, err.message, from_defaults)], []
+                message = err.message
+                if err.other is not None and err.other not in entry and err.other in inherited:
+                    message += f" ({err.other} is the section's default: set it in the entry)"
+                return [EntryProblem(i, key, message, from_defaults)], []
             # name: a str, checked above (a problem returns early)
             variants.append(Variant(cast(str, name), int(rate or 0), int(M or 0), spec, curve))
     return [], variants

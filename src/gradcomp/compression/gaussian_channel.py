@@ -52,8 +52,10 @@ class GaussianChannel(ValueQuantizer):
     """
 
     kind = "gaussian_channel"
+    takes_slip = True
     title = "Gaussian channel"
     wire_dtype = "f8"
+    huffman_acts = False
     ideal = True
 
     def __init__(self, rate: int, *, seed: int = 0, slip: bool = False):

@@ -27,12 +27,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
 __all__ = [
     "WIRE_LIMITS",
     "NonFiniteUpdateError",
     "OutOfRangeUpdateError",
+    "check_sendable",
     "checked_update",
     "refuse_non_finite",
 ]
@@ -53,17 +55,29 @@ class NonFiniteUpdateError(ValueError):
 class OutOfRangeUpdateError(NonFiniteUpdateError):
     """Finite entries of an update tensor that the kind's format cannot carry: its
     reconstruction (what the receiver decodes) would hold NaN or infinite values, e.g. a
-    float16 entry above 65504 or a float64 entry beyond float32's range where the kind sends
-    float32 numbers; ``tensor`` names it, ``count`` says how many entries would decode so.
-    A :class:`NonFiniteUpdateError`, so that whoever handles one handles both."""
+    float16 entry above 65504, or a float64 entry beyond float32's range where the kind sends
+    float32 numbers (raw entries, side values, levels or factors); ``tensor`` names it,
+    ``kind`` the kind, ``count`` how many entries (or levels) are beyond, ``carrier`` what
+    the kind sends them as. The one error for values a kind's format cannot carry; a
+    :class:`NonFiniteUpdateError`, so that whoever handles one handles both."""
 
-    def __init__(self, tensor: str, kind: str, count: int, total: int, largest: float, limit):
+    def __init__(
+        self,
+        tensor: str,
+        kind: str,
+        count: int,
+        total: int,
+        largest: float,
+        limit: float,
+        carrier: str = "numbers",
+    ):
         self.tensor, self.count, self.kind = tensor, count, kind
+        self.largest, self.limit, self.carrier = largest, limit, carrier
         ValueError.__init__(
             self,
             f"update tensor {tensor!r} would decode with {count} of {total} entries NaN or "
-            f"infinite: {kind} cannot carry its largest entry {largest:.6g} (its numbers hold "
-            f"|x| <= {limit:.6g}); refused before encoding",
+            f"infinite: {kind} cannot carry its largest entry {largest:.6g} (its {carrier} "
+            f"hold |x| <= {limit:.6g}); refused before encoding",
         )
 
 
@@ -84,6 +98,19 @@ def refuse_non_finite(
         largest = float(sent.detach().abs().max()) if sent.numel() else 0.0
         raise OutOfRangeUpdateError(
             tensor, kind, int((~finite).sum()), reconstruction.numel(), largest, limit
+        )
+
+
+def check_sendable(kind: str, tensor: str, values: np.ndarray, carrier: str) -> None:
+    """:class:`OutOfRangeUpdateError` when finite ``values`` of tensor ``tensor`` (its
+    entries, or the levels designed from them) exceed float32's range, that of the
+    ``carrier`` (e.g. "float32 levels") the kind sends them with."""
+    a = np.abs(np.asarray(values, dtype=np.float64))
+    limit = WIRE_LIMITS["f4"]
+    largest = float(np.max(a)) if a.size else 0.0
+    if largest > limit:
+        raise OutOfRangeUpdateError(
+            tensor, kind, int((a > limit).sum()), a.size, largest, limit, carrier
         )
 
 
@@ -110,6 +137,8 @@ def checked_update(update: Any, who: str = "compress") -> Mapping[str, torch.Ten
             raise TypeError(f"{takes}; entry {name!r} is {_what(t)}")
         if not torch.is_floating_point(t):
             raise TypeError(f"{takes}; entry {name!r} is not floating point ({t.dtype})")
+        if t.is_meta:
+            raise TypeError(f"{takes}; entry {name!r} is a meta tensor (a shape, no values)")
         finite = torch.isfinite(t)
         if not bool(finite.all()):
             bad = int((~finite).sum())

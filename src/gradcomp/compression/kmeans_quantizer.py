@@ -16,6 +16,7 @@ from typing import cast
 import numpy as np
 import torch
 
+from gradcomp.compression.inputs import check_sendable
 from gradcomp.compression.value_quantizers import (
     QuantizedValues,
     ValueQuantizer,
@@ -53,6 +54,7 @@ class KMeansQuantizer(ValueQuantizer):
 
     def encode(self, values: torch.Tensor, name: str = "") -> QuantizedValues:
         x = values.detach().to("cpu", torch.float64).numpy()
+        check_sendable(self.kind, name, x, "float32 levels")
         M = self.M if np.any(x != 0) else 0.0
         levels = weighted_kmeans(x, self.n_symbols(), M).levels
         sent = np.sort(levels.astype(np.float32)).astype(np.float64)  # what the wire carries

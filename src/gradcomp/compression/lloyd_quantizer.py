@@ -40,7 +40,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -105,6 +105,8 @@ class LloydQuantizer(ValueQuantizer):
     uses_full_tensor = True
     uses_step = True
     nearest_labels = True
+    takes_slip = True
+    lloyd_fits: ClassVar[tuple[str, ...]] = FIT_TO
 
     def __init__(
         self,

@@ -133,9 +133,24 @@ class PowerSGD:
         return LowRank(p=p.to(torch.float32), q=q.to(torch.float32))
 
     def compress(self, update: Mapping[str, torch.Tensor]):
+        """(payload, ctx) of one update; a refused update (an error raised here) leaves the
+        compressor as it was: its step, warm-start Qs, generator and memory."""
+        update = checked_update(update)
+        saved = (self.step, dict(self.q_memory), self.generator.get_state(),
+                 None if self.memory is None else dict(self.memory.residuals))  # fmt: skip
+        try:
+            return self._compress(update)
+        except BaseException:
+            self.step, self.q_memory, state, residuals = saved
+            self.generator.set_state(state)
+            if self.memory is not None and residuals is not None:
+                self.memory.residuals = residuals
+            raise
+
+    def _compress(self, update: Mapping[str, torch.Tensor]):
         payload, ctx = {}, {}
         self.step += 1
-        for name, t in checked_update(update).items():
+        for name, t in update.items():
             t = t.detach()
             if self.memory is not None:
                 t = self.memory.compensate(t, name)

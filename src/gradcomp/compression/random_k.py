@@ -48,7 +48,12 @@ class RandomK:
 
     @staticmethod
     def mask_seed(seed: int, step: int) -> int:
-        """The 32-bit seed of the positions of update ``step`` of a compressor seeded ``seed``."""
+        """The 32-bit seed of the positions of update ``step`` of a compressor seeded ``seed``;
+        :class:`~gradcomp.compression.wire_records.AgreedValueError` naming ``rnd`` for a
+        step that is not an integer >= 0."""
+        from gradcomp.compression.wire_records import check_agreed_int
+
+        step = check_agreed_int("rnd", step)
         state = np.random.SeedSequence([int(seed) % 2**63, int(step), _TAG]).generate_state(1)
         return int(state[0])
 

@@ -48,6 +48,7 @@ class ScaledSign(ValueQuantizer):
     kind = "scaled_sign"
     title = "scaled sign"
     fixed_rate = 1
+    huffman_acts = False  # one bit per value, coded or not
     nearest_labels = True
 
     def n_symbols(self) -> int:

@@ -61,6 +61,8 @@ class SketchReceiver:
         self.sketch, self.layout, self.agreed = sketch, layout, agreed
         sizes = {n: math.prod(s) for n, s, _ in layout}
         self.groups = sketch.groups(sizes)
+        for names in self.groups:  # before any hash is built
+            sketch.check_size(sum(sizes[n] for n in names))
         grouped = {n for g in self.groups for n in g}
         self.raw = [n for n in layout.names if n not in grouped]
         self.sizes = sizes

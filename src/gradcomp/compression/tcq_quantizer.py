@@ -31,6 +31,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
+from gradcomp.compression.inputs import check_sendable
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, default_fit
 from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
@@ -71,6 +72,7 @@ class TCQQuantizer(ValueQuantizer):
     title = "trellis-coded (TCQ)"
     takes_M = True
     takes_family = True
+    lloyd_fits = ("update",)
     uses_full_tensor = True
     max_rate: ClassVar[int] = 8
     states_allowed: ClassVar[tuple[int, ...]] = TCQ_STATES
@@ -122,14 +124,17 @@ class TCQQuantizer(ValueQuantizer):
         x = values.detach().to("cpu", torch.float64).numpy().ravel()
         if not np.all(np.isfinite(x)):
             raise ValueError(f"tcq: tensor {name!r} has non-finite values")
+        check_sendable(self.kind, name, x, "float32 levels")
         whole = None if full is None else full.detach().to("cpu", torch.float64).numpy().ravel()
         levels = self._start_codebook(x, whole, name)
-        weights = np.abs(x) ** self.M
+        # |x|^M relative to the largest |x| (the same design; no overflow at large values)
+        weights = (np.abs(x) / (float(np.max(np.abs(x))) or 1.0)) ** self.M
         if self.refine_iter > 0:
             step = max(1, -(-x.size // self.train_entries))
             levels, _ = refine_codebook(
                 x[::step], levels, self.trellis, weights[::step], n_iter=self.refine_iter
             )
+        check_sendable(self.kind, name, levels, "float32 levels")  # a law's outer levels
         levels = levels.astype(np.float32).astype(np.float64)  # what the wire carries
         path = viterbi(x, levels, self.trellis, weights)
         return self._values(x.size, path.initial_state, levels,

@@ -332,7 +332,35 @@ class QuantizerPipeline:
         return coder
 
     def compress(self, update: Mapping[str, torch.Tensor]):
-        tensors = {n: t.detach() for n, t in checked_update(update).items()}
+        """(payload, ctx) of one update; a refused update (an error raised here, e.g. a
+        tensor its quantizer cannot send) leaves the pipeline as it was: its step, its
+        memory, its sparsifier's last draw and its quantizers' random draws and counters."""
+        update = checked_update(update)
+        memory, topk = self.memory, self.topk
+        saved = (None if memory is None else dict(memory.residuals),
+                 None if topk is None else dict(vars(topk)))  # fmt: skip
+        quantizers = {id(q): q for q in self._quantizers()}
+        states = {key: q.state() for key, q in quantizers.items()}
+        try:
+            return self._compress(update)
+        except BaseException:
+            if memory is not None and saved[0] is not None:
+                memory.residuals = saved[0]
+            if topk is not None and saved[1] is not None:
+                vars(topk).update(saved[1])
+            for key, q in quantizers.items():  # random draws, counters (e.g. a later tensor
+                q.restore(states[key])  # refused after an earlier one's dither was drawn)
+            raise
+
+    def _quantizers(self) -> list[ValueQuantizer]:
+        """The value quantizers an update may change: the spec's and each tensor's so far."""
+        found = [c.quantizer for c in self._coders.values()]
+        if isinstance(self.quantize.quantizer, ValueQuantizer):
+            found.append(self.quantize.quantizer)
+        return found
+
+    def _compress(self, update: Mapping[str, torch.Tensor]):
+        tensors = {n: t.detach() for n, t in update.items()}
         memory = self.memory
         if memory is not None and memory.before_selection:
             tensors = {n: memory.compensate(t, n) for n, t in tensors.items()}

@@ -144,6 +144,15 @@ class ValueQuantizer:
     #: whether the indices sent are nearest-level labels of ``levels`` (memory mode
     #: ``m22_slip`` relabels them)
     nearest_labels: ClassVar[bool] = False
+    #: whether ``slip: true`` changes the kind (the authors' released variant); the spec of
+    #: a kind without one refuses it
+    takes_slip: ClassVar[bool] = False
+    #: the ``lloyd_fit`` values the kind honours (a kind that fits a law); none: it fits none
+    #: and its spec refuses the key
+    lloyd_fits: ClassVar[tuple[str, ...]] = ()
+    #: whether ``huffman`` changes what the kind sends (not for a kind that sends values, nor
+    #: for a one-bit index, its own code); the spec of a kind without refuses ``huffman: false``
+    huffman_acts: ClassVar[bool] = True
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], **kwargs: Any) -> ValueQuantizer:
@@ -152,6 +161,28 @@ class ValueQuantizer:
 
     def encode(self, values: torch.Tensor, name: str = "") -> QuantizedValues:
         raise NotImplementedError
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`encode` may change: its random generators' states and its numbers
+        (e.g. float8's saturation count). A compressor takes it before an update and hands it
+        to :meth:`restore` when the update is refused, so the next update encodes as a
+        never-refused sender's would; a kind with other state overrides both."""
+        out: dict[str, Any] = {}
+        for key, value in vars(self).items():
+            if isinstance(value, torch.Generator):
+                out[key] = value.get_state()
+            elif isinstance(value, (bool, int, float)):
+                out[key] = value
+        return out
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Put back what :meth:`state` took."""
+        for key, value in state.items():
+            current = getattr(self, key)
+            if isinstance(current, torch.Generator):
+                current.set_state(value)
+            else:
+                setattr(self, key, value)
 
     def decode(self, q: QuantizedValues, indices: torch.Tensor | None = None) -> torch.Tensor:
         """Float64 reconstruction (n,); ``indices`` overrides ``q.indices`` (e.g. decoded
@@ -236,6 +267,7 @@ class PassThrough(ValueQuantizer):
     title = "float32"
     fixed_rate = FLOAT_BITS
     wire_dtype = "f4"
+    huffman_acts = False
 
     def encode(self, values, name=""):
         return QuantizedValues(
@@ -255,6 +287,7 @@ class Float16(ValueQuantizer):
     title = "float16"
     fixed_rate = 16
     wire_dtype = "f2"
+    huffman_acts = False
 
     def encode(self, values, name=""):
         return QuantizedValues(
@@ -275,6 +308,7 @@ class UniformQuantizer(ValueQuantizer):
     kind = "uniform"
     title = "uniform"
     nearest_labels = True
+    takes_slip = True
     #: spec options (key -> default); :mod:`~gradcomp.compression.specs` checks them
     options: ClassVar[dict[str, object]] = {"levels": None}
 

@@ -42,7 +42,7 @@ from gradcomp.compression import user_compressors
 from gradcomp.compression.build import make_quantizer
 from gradcomp.compression.pipeline_wire import PipelineReceiver
 from gradcomp.compression.registry import COMPRESSORS
-from gradcomp.compression.specs import CheckedSpec, check_spec, user_seed
+from gradcomp.compression.specs import MAX_SEED, CheckedSpec, check_spec, user_seed
 from gradcomp.compression.update_compression import QuantizerPipeline
 from gradcomp.compression.wire_fields import WireFormatError
 from gradcomp.compression.wire_records import (
@@ -51,16 +51,20 @@ from gradcomp.compression.wire_records import (
     KIND_CODES,
     RECORD_BYTES,
     AgreedFactError,
+    AgreedValueError,
     UpdateLayout,
+    check_agreed_int,
 )
 
 __all__ = [
     "FORMAT_VERSION",
     "AgreedFactError",
+    "AgreedValueError",
     "HEADER_BYTES",
     "KIND_CODES",
     "RECORD_BYTES",
     "DecodeMismatchError",
+    "PayloadError",
     "Receiver",
     "UpdateLayout",
     "WireFormatError",
@@ -80,6 +84,48 @@ class Receiver(Protocol):
 
 class DecodeMismatchError(RuntimeError):
     """The receiver's decode of the bytes is not the sender's reconstruction, bit for bit."""
+
+
+class PayloadError(TypeError):
+    """:func:`encode_update` got a ``payload`` or ``ctx`` (``argument``) that is not what the
+    compressor's own ``compress`` returned (another kind's, or another update's)."""
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(f"encode_update argument {argument!r}: {message}")
+
+
+def _check_payload(compressor: Any, payload: Any, ctx: Any) -> None:
+    """:class:`PayloadError` unless ``payload`` and ``ctx`` have the shape of a built-in
+    compressor's ``compress`` result, for the tensors it compressed."""
+    from gradcomp.compression.powersgd import LowRank, PowerSGD
+    from gradcomp.compression.update_compression import TensorCtx, TensorPayload
+
+    kind = type(compressor).__name__
+    for argument, value in (("payload", payload), ("ctx", ctx)):
+        if not isinstance(value, Mapping):
+            raise PayloadError(argument, f"{kind}.compress returns a mapping, got {value!r:.80}")
+    same = list(payload) == list(ctx)
+    if isinstance(compressor, (PowerSGD, QuantizerPipeline)) and not same:
+        raise PayloadError("ctx", f"names {list(ctx)} are not the payload's {list(payload)}")
+    if isinstance(compressor, PowerSGD):
+        wrong = [n for n, p in payload.items() if not isinstance(p, LowRank)]
+        if wrong:
+            raise PayloadError("payload", f"{wrong[0]!r} is not PowerSGD's (a LowRank)")
+        return
+    if isinstance(compressor, QuantizerPipeline):
+        for name, p in payload.items():
+            if not isinstance(p, TensorPayload) or not isinstance(ctx[name], TensorCtx):
+                raise PayloadError("payload", f"{name!r} is not a quantizer pipeline's")
+            coder = compressor._coders.get(name)
+            if coder is None or p.quantized.kind not in (coder.quantizer.kind, "none"):
+                raise PayloadError("payload", f"{name!r} was not compressed by this {kind} "
+                                   f"({p.quantized.kind} values)")  # fmt: skip
+        return
+    # the other built-in kind, a count sketch: its sketches and its raw tensors
+    if set(payload) != {"sketches", "raw"}:
+        raise PayloadError("payload", f"a count sketch's payload has 'sketches' and 'raw', "
+                           f"not {sorted(map(str, payload))}")  # fmt: skip
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -137,6 +183,8 @@ def encode_update(compressor: Any, payload: Any, ctx: Any) -> bytes:
             f"{type(compressor).__name__} has no byte format (to_bytes, and from_bytes on "
             "its class): its bits are self-reported"
         )
+    if isinstance(compressor, (QuantizerPipeline, *COMPRESSORS.values())):
+        _check_payload(compressor, payload, ctx)
     data = compressor.to_bytes(payload, ctx)
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{type(compressor).__name__}.to_bytes returned {type(data).__name__}")
@@ -166,7 +214,17 @@ def make_receiver(
         >>> torch.equal(got["w"], sender.decompress(payload, ctx)["w"])
         True
     """
+    if not isinstance(layout, UpdateLayout):
+        raise AgreedValueError(
+            "layout", f"must be an UpdateLayout (UpdateLayout.of(update) or .from_items), got "
+            f"a {type(layout).__name__}"
+        )  # fmt: skip
+    seed, user, rnd = (check_agreed_int(k, v) for k, v in (("seed", seed), ("user", user),
+                                                           ("rnd", rnd)))  # fmt: skip
     checked = spec if isinstance(spec, CheckedSpec) else check_spec(spec)
+    if user_seed(seed, user) > MAX_SEED:
+        raise AgreedValueError("seed", f"the user's compressor seed 1000 seed + user = "
+                               f"{user_seed(seed, user)} is above {MAX_SEED}")  # fmt: skip
     own = checked.with_seed(user_seed(seed, user))
     if own["compressor"] is not None:
         return COMPRESSORS[own["compressor"]].receiver(own, layout, rnd=int(rnd))

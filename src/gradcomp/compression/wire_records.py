@@ -29,6 +29,7 @@ from gradcomp.compression.wire_fields import FieldReader, WireFormatError
 
 __all__ = [
     "AgreedFactError",
+    "AgreedValueError",
     "NonFiniteDecodeError",
     "check_finite",
     "Agreed",
@@ -83,6 +84,25 @@ def check_finite(values: Any, where: str, field: str = "values") -> None:
         finite = torch.isfinite(t)
         if not bool(finite.all()):
             raise NonFiniteDecodeError(where, field, int((~finite).sum()), t.numel())
+
+
+class AgreedValueError(TypeError, ValueError):
+    """A fact that sender and receiver agree on outside the bytes was given a value it
+    cannot take: ``fact`` names the argument (``"seed"``, ``"user"``, ``"rnd"``,
+    ``"layout"``)."""
+
+    def __init__(self, fact: str, message: str):
+        self.fact = fact
+        super().__init__(f"agreed fact {fact!r}: {message}")
+
+
+def check_agreed_int(fact: str, value: Any) -> int:
+    """``value`` as an int when it is an integer >= 0, else :class:`AgreedValueError`."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise AgreedValueError(fact, f"must be an integer >= 0, got {value!r}")
+    return int(value)
 
 
 #: Spec keys a receiver need not share with the sender: the seed is checked with the user and
@@ -150,6 +170,11 @@ class UpdateLayout:
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"a layout's names must be distinct: {self.names}")
         for name, dtype in zip(self.names, self.dtypes, strict=True):
+            if not isinstance(dtype, torch.dtype):
+                raise AgreedValueError(
+                    "layout", f"entry {name!r}: dtype {dtype!r} is not a torch.dtype "
+                    "(e.g. torch.float32, not the string)"
+                )  # fmt: skip
             if not dtype.is_floating_point:
                 raise ValueError(f"update entry {name!r} is not floating point ({dtype})")
 

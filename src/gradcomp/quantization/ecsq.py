@@ -269,6 +269,12 @@ def ecsq_design(
     if rate <= 0 or x[0] == x[-1]:  # no rate, or one value: one level
         return lagrangian_design(x, q, M, 1.0, x[:1].copy(), lengths=lengths)
     d0 = float(np.sum(q * m_weights(x, M) * x**2))  # the distortion of one level at zero
+    # lambda's range reaches down to a typical point's distortion too: with one point far
+    # above the others d0 is its alone, and every lambda above the others' scale would
+    # merge them into one cell
+    each = m_weights(x, M) * x**2
+    typical = float(np.median(each[each > 0])) if np.any(each > 0) else d0
+    floor = min(d0, typical) if typical < 1e-3 * d0 else d0
     best = lagrangian_design(x, q, M, d0 * 1e3, np.zeros(1), lengths=lengths)
     # two starts: fine uniform cells (the search's own), and the fixed-rate weighted Lloyd
     # design with the most levels whose index entropy fits, from which a small lambda
@@ -277,7 +283,7 @@ def ecsq_design(
     starts = (_uniform_init(x, q, rate, max_levels),
               _fixed_rate_init(x, q, M, rate, lengths, max_levels))  # fmt: skip
     for init in starts:
-        lo, hi = math.log(d0 * 1e-9), math.log(d0 * 1e3)
+        lo, hi = math.log(floor * 1e-9), math.log(d0 * 1e3)
         for _ in range(iters):
             mid = 0.5 * (lo + hi)
             got = lagrangian_design(x, q, M, math.exp(mid), init, lengths=lengths)

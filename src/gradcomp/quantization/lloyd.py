@@ -216,7 +216,8 @@ def lloyd_design(
             break
 
     levels = law.loc + law.scale * y
-    unit_to_x = law.scale ** (M + 2.0)  # the moments are conditional on |x - loc| >= tau
+    with np.errstate(over="ignore"):  # inf where the distortion exceeds float64's range
+        unit_to_x = float(np.float64(law.scale) ** (M + 2.0))  # conditional on |x - loc| >= tau
     return LloydResult(
         levels=levels,
         thresholds=_midpoints(levels),

@@ -100,17 +100,52 @@ def load_study(config: dict[str, Any], schema_path: str | Path) -> Study:
     return build_study(validate_config(config, schema_path))
 
 
-def _data_source_errors(source: str) -> list[str]:
+def _data_source_errors(source: str, data: Mapping[str, Any] | None = None) -> list[str]:
     """The ``cifar10`` key checked before any job: ``download``, or a local copy that
-    :func:`gradcomp.data.detect_format` reads (its error names the key and the path)."""
+    :func:`gradcomp.data.detect_format` reads (its error names the key and the path); an
+    image-folder copy's images per class are counted (not decoded) against ``data``'s
+    subsets (:func:`gradcomp.data.subset_errors`, each error naming its key and the path)."""
     if source == "download":
         return []
-    from gradcomp.data import DataSourceError, detect_format
+    from gradcomp.data import DataSourceError, detect_format, imagefolder_counts, subset_errors
 
     try:
-        detect_format(Path(source))
+        fmt, root = detect_format(Path(source))
+        if fmt != "imagefolder" or data is None:
+            return []
+        counts = imagefolder_counts(root)
     except DataSourceError as err:
         return [str(err)]
+    return subset_errors(
+        counts,
+        root,
+        train_subset=data.get("train_subset"),
+        test_subset=data.get("test_subset"),
+        pretrain_subset=data.get("pretrain_subset"),
+    )
+
+
+def _device_errors(config: Mapping[str, Any]) -> list[str]:
+    """The ``device`` key checked before any job: a CUDA or MPS device this machine has,
+    unless a rule's resources ask for a GPU (the jobs then run where one is, e.g. a
+    cluster's GPU nodes)."""
+    device = config["device"]
+    if device in ("auto", "cpu"):
+        return []
+    if any(r.get("gpu", 0) for r in (config.get("resources") or {}).values()):
+        return []
+    import torch
+
+    where = f"config key 'device': {device!r}"
+    hint = "use device auto or cpu, or give the training rules a GPU (resources.<rule>.gpu)"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            return [f"{where}, but this machine has no CUDA device; {hint}"]
+        index = int(device.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            return [f"{where}, but this machine has {torch.cuda.device_count()} CUDA devices"]
+    if device == "mps" and not torch.backends.mps.is_available():
+        return [f"{where}, but this machine has no MPS device; {hint}"]
     return []
 
 
@@ -155,7 +190,8 @@ def build_study(config: dict[str, Any]) -> Study:
     Raises :class:`ConfigError` listing every failed check across keys, each naming its key.
     """
     errors: list[str] = []
-    errors += _data_source_errors(config["cifar10"])
+    errors += _data_source_errors(config["cifar10"], config.get("data"))
+    errors += _device_errors(config)
     errors += _model_errors(config)
     lossless = build_lossless(config, errors)
     lossy = build_lossy(config, errors)
