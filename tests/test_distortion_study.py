@@ -42,18 +42,22 @@ def values(full) -> np.ndarray:
     return full[np.abs(full) >= tau]
 
 
-@pytest.fixture(scope="module")
-def table(values, full) -> pd.DataFrame:
-    # the bound's curve on a coarser grid than the pipeline's, for speed (its accuracy is
-    # tested in test_rate_distortion.py)
+def coarse_table(values: np.ndarray, full: np.ndarray, **kwargs) -> pd.DataFrame:
+    """distortion_table(values, full, **kwargs) with the bound's curve on a coarser grid than
+    the pipeline's, for speed (its accuracy is tested in test_rate_distortion.py)."""
     real = study.distortion_rate_curve
 
-    def coarse(*args, **kwargs):
-        return real(*args, grid_size=300, n_sweep=10, **kwargs)
+    def coarse(*args, **kw):
+        return real(*args, grid_size=300, n_sweep=10, **kw)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(study, "distortion_rate_curve", coarse)
-        return distortion_table(values, full, rates=RATES, Ms=MS)
+        return distortion_table(values, full, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def table(values, full) -> pd.DataFrame:
+    return coarse_table(values, full, rates=RATES, Ms=MS)
 
 
 def points(table: pd.DataFrame, name: str, M: float) -> pd.Series:
@@ -187,7 +191,7 @@ def test_kept_entries_errors_name_the_tensor(tmp_path):
 
 
 def test_distortion_study_writes_the_table(tmp_path, monkeypatch):
-    def fake_table(values, full, *, rates, Ms, slip=False):
+    def fake_table(values, full, *, rates, Ms, low_bits=(), slip=False):
         return pd.DataFrame(
             {"M": [Ms[0]], "quantizer": ["uniform"], "rate_bits": [rates[0]], "distortion": [1.5]}
         )
@@ -261,14 +265,7 @@ LOW_BITS = [0.25, 0.5, 1.0]
 
 @pytest.fixture(scope="module")
 def low_table(values, full) -> pd.DataFrame:
-    real = study.distortion_rate_curve
-
-    def coarse(*args, **kwargs):
-        return real(*args, grid_size=300, n_sweep=10, **kwargs)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(study, "distortion_rate_curve", coarse)
-        return distortion_table(values, full, rates=[1], Ms=MS, low_bits=LOW_BITS)
+    return coarse_table(values, full, rates=[1], Ms=MS, low_bits=LOW_BITS)
 
 
 @pytest.mark.slow
