@@ -90,9 +90,8 @@ def gpu_check(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_gpu_check_dry_run_plans_the_five_jobs(tmp_path: Path) -> None:
     """--dry-run plans, under config/paper.yaml, data preparation, one training job per
     paper-L model and one federated run (planted bug: a model left out of the loop)."""
-    data = tmp_path / "cifar"  # the dry run checks the data path: an image-folder tree
-    for split in ("train", "test"):
-        (data / split).mkdir(parents=True)
+    # the dry run checks the data path and counts its images: a small image-folder tree
+    data = write_imagefolder_tree(tmp_path / "cifar")
     proc = gpu_check(str(data), "--dry-run", "--workdir", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
