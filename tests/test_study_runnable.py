@@ -40,22 +40,22 @@ def _config(**changes) -> dict:
     return c
 
 
-def test_empty_class_folders_are_refused_naming_cifar10_and_the_path(tmp_path):
-    """They passed -n, then preparing the data said "train: 0 images and 0 labels"."""
-    tree = _tree(tmp_path / "cifar", 0)
+@pytest.mark.parametrize(
+    ("per_class", "key"),
+    [
+        # they passed -n, then preparing the data said "train: 0 images and 0 labels"
+        (0, "cifar10"),
+        # they passed -n, then "subset of 5000 asked from 20 images" named no key
+        (2, "data.train_subset"),
+    ],
+)
+def test_a_folder_too_small_is_refused_naming_the_key_and_the_path(tmp_path, per_class, key):
+    """Empty class folders, and two images per class for the default subsets."""
+    tree = _tree(tmp_path / "cifar", per_class)
     with pytest.raises(ConfigError) as err:
         load_study(_config(cifar10=str(tree)), SCHEMA)
     message = str(err.value)
-    assert "config key 'cifar10'" in message and str(tree / "train") in message
-
-
-def test_two_images_per_class_are_refused_naming_the_subset_key_and_the_path(tmp_path):
-    """They passed -n, then "subset of 5000 asked from 20 images" named no key."""
-    tree = _tree(tmp_path / "cifar", 2)
-    with pytest.raises(ConfigError) as err:
-        load_study(_config(cifar10=str(tree)), SCHEMA)
-    message = str(err.value)
-    assert "config key 'data.train_subset'" in message and str(tree / "train") in message
+    assert f"config key '{key}'" in message and str(tree / "train") in message
 
 
 def test_a_folder_that_holds_the_subsets_builds(tmp_path):
