@@ -189,3 +189,11 @@ def test_an_update_refused_after_its_first_tensor_leaves_the_memory_as_it_was(ki
     got = sender.decompress(*sender.compress(second))
     want = fresh.decompress(*fresh.compress(second))
     assert all(torch.equal(got[n], want[n]) for n in second)
+
+
+def test_the_seed_bound_holds_every_seed_the_workflow_derives():
+    """The workflow's 32-bit run seeds give user seeds ``1000 seed + user`` up to 4.3e12: all
+    below MAX_SEED (a bound of 2^40 refused the one-round study's own seeds), and a count
+    sketch's hash seed ``1_000_003 seed + index`` at MAX_SEED stays below 2^63."""
+    assert user_seed(2**32 - 1, 999) <= MAX_SEED
+    assert 1_000_003 * MAX_SEED + 10**6 < 2**63

@@ -109,9 +109,10 @@ DEFAULT_TOPK = 0.452
 #: numbers (2^(-16 M) >= 2^-1022), so a design tells them apart; the study uses M <= 4.
 MAX_M = 63
 #: The largest compressor seed: every kind's draws take it (a count sketch's hash seeds are
-#: ``1_000_003 seed + index``, torch's generators take at most 64 bits), and a user's seed
-#: ``1000 seed + user`` (:func:`user_seed`) must stay below it too.
-MAX_SEED = 2**40 - 1
+#: ``1_000_003 seed + index``, below 2^63 up to here; torch's generators take 64 bits), and a
+#: user's seed ``1000 seed + user`` (:func:`user_seed`) must stay below it too: the workflow's
+#: 32-bit run seeds give user seeds up to 4.3e12.
+MAX_SEED = 2**43 - 1
 #: The spec keys that say what builds the compressor: exactly one of them is given.
 SOURCE_KEYS = ("quantizer", "compressor", "class")
 SPARSIFIERS = ("topk", "randomk", "none")
@@ -187,7 +188,7 @@ class CheckedSpec(Mapping[str, Any]):
     def with_seed(self, seed: int) -> CheckedSpec:
         """The same spec with random draws seeded ``seed`` (an integer in 0..:data:`MAX_SEED`)."""
         if not (is_int(seed) and 0 <= seed <= MAX_SEED):
-            raise SpecError("seed", f"must be an integer in 0..{MAX_SEED} (2^40 - 1), got {seed!r}")
+            raise SpecError("seed", f"must be an integer in 0..{MAX_SEED} (2^43 - 1), got {seed!r}")
         return CheckedSpec({**self._values, "seed": int(seed)}, _CHECKED)
 
 
@@ -448,7 +449,7 @@ def _check_common(s: Mapping[str, Any], default_decay: float = 1.0) -> dict[str,
         )
     seed = s.get("seed", 0)
     if not (is_int(seed) and 0 <= seed <= MAX_SEED):
-        raise SpecError("seed", f"must be an integer in 0..{MAX_SEED} (2^40 - 1), got {seed!r}")
+        raise SpecError("seed", f"must be an integer in 0..{MAX_SEED} (2^43 - 1), got {seed!r}")
     return {
         "M": float(M),
         "error_feedback": s.get("error_feedback", False),
