@@ -109,11 +109,13 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=20)  # 60 users + 30 pool
     (work / "mycompressors.py").write_text(doc_block("python"))  # importable from the workdir
     (work / "mine.yaml").write_text(doc_block("yaml"))
-    # the documented config file as given, on the default study: it plans without an error
+    # the documented config file as given, on the default study (its data subsets cut to
+    # what the small folder holds, which -n checks): it plans without an error
     # (planted bug: the example replacing the list, which left the defaults' questions,
     # baseline and full runs naming compressors it no longer has)
     plan = run_snakemake(work, "-n", "--cores", "1", "--configfile", "mine.yaml", "--config",
-                         f"cifar10={tree}")  # fmt: skip
+                         f"cifar10={tree}", "data={train_subset: 60, test_subset: 20, "
+                         "pretrain_subset: 30}")  # fmt: skip
     assert "one_round_study" in plan.stdout + plan.stderr
     compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["more_compressors"]
     reference = {"name": "none", "quantizer": "none"}  # the one-round study's trajectory
