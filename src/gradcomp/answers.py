@@ -225,6 +225,9 @@ PAPER_Y = [
 ]
 
 _OPPOSITE = {"better": "worse", "worse": "better"}
+#: A verdict word with the preposition that relates it to its reference.
+_RELATION = {"better": "better than", "worse": "worse than", "equivalent": "equivalent to",
+             "undecided": "undecided against"}  # fmt: skip
 
 
 def _reference_rate(r: Mapping[str, Any]) -> float | None:
@@ -443,9 +446,8 @@ def _direct_rows(family: pd.DataFrame) -> list[dict[str, str]]:
         first = group.iloc[0]
         method = re.sub(r" M=\d+", "", first["test_name"])
         exact = group[group["match"] == "exact"]
-        words = "; ".join(f"M={r['M']:g}: {r['verdict']} than float32".replace(
-            "equivalent than", "equivalent to").replace("undecided than", "undecided against")
-            for _, r in exact.iterrows())  # fmt: skip
+        words = "; ".join(f"M={r['M']:g}: {_RELATION[r['verdict']]} float32"
+                          for _, r in exact.iterrows())  # fmt: skip
         parts, found = [], []
         for M, at in group.groupby("M"):
             cells = []
@@ -455,8 +457,7 @@ def _direct_rows(family: pd.DataFrame) -> list[dict[str, str]]:
                     f"{r['reference_bits']:.2f}")  # fmt: skip
                 cells.append(f"vs {other}: {decided(r)}")
                 if r["match"] != "exact" and r["verdict"] in ("worse", "undecided"):
-                    found.append(f"M={M:g} {r['verdict']} than {other} ({decided(r)})".replace(
-                        "undecided than", "undecided against"))  # fmt: skip
+                    found.append(f"M={M:g} {_RELATION[r['verdict']]} {other} ({decided(r)})")
             parts.append(f"M={M:g} at {at.iloc[0]['bits_per_entry']:.2f} bits per entry: "
                          + "; ".join(cells))  # fmt: skip
         rows.append(
