@@ -27,7 +27,7 @@ trains ``--acc-steps`` steps, then rank 0's test accuracy on ``--test-subset`` i
 seed is the unit: per configuration the accuracy lost against DDP's default of the same seed,
 its Student-t interval over the seeds, Holm over the comparisons, and a verdict (equivalent:
 TOST within ``--margin``; better / worse; else undecided) beside the smallest difference the
-seeds detect (:func:`gradcomp.lossy.paired.seed_verdicts`). The floor's ranks train apart
+seeds detect (:func:`gradcomp.statistics.paired.seed_verdicts`). The floor's ranks train apart
 (no exchange), so it is not compared.
 
     python bench/bench_ddp_wire.py --phases accuracy --out /tmp/acc.json
@@ -68,8 +68,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from gradcomp.data import load_cifar10, prepare_cifar10
 from gradcomp.distributed import CompressionHookState, compression_hook
-from gradcomp.lossy.paired import seed_verdicts
 from gradcomp.models import build_model
+from gradcomp.statistics.paired import seed_verdicts
 from gradcomp.training import evaluate, to_float_batch
 
 WORLD = 2
@@ -354,7 +354,7 @@ REFERENCES = {
 
 def accuracy_verdicts(per_seed: dict[str, list[float]], margin: float, reference: str):
     """Accuracy lost against ``reference`` (reference minus configuration, per seed) of the
-    configurations of its family (:data:`REFERENCES`): :func:`gradcomp.lossy.paired.
+    configurations of its family (:data:`REFERENCES`): :func:`gradcomp.statistics.paired.
     seed_verdicts`, Holm over the family."""
     base = per_seed[reference]
     lost = {

@@ -1,7 +1,7 @@
 """Coverage, false verdicts and power of the verdicts' procedure on simulated studies.
 
-Runs :func:`gradcomp.lossy.verdict_simulation.replicate` (the code that writes verdicts.tsv)
-on the scenarios of :data:`gradcomp.lossy.verdict_simulation.SCENARIOS`: the default run's
+Runs :func:`gradcomp.statistics.verdict_simulation.replicate` (the code that writes verdicts.tsv)
+on the scenarios of :data:`gradcomp.statistics.verdict_simulation.SCENARIOS`: the default run's
 structure (uniform over five kept sets with a kink, quantizers on two kept sets, dense
 compressors against the front, one configuration against the uncompressed aggregate) and
 the curve shapes that break a chord (sparse, steep, kinked, dense), for several numbers of
@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from gradcomp.lossy.verdict_simulation import SCENARIOS, replicate
+from gradcomp.statistics.verdict_simulation import SCENARIOS, replicate
 
 MARGIN = 0.004
 

@@ -24,7 +24,7 @@ from gradcomp.answers import (
     markdown_of,
 )
 from gradcomp.docblocks import begin, end
-from gradcomp.lossy.verdict_simulation import default_scenario, replicate
+from gradcomp.statistics.verdict_simulation import default_scenario, replicate
 
 REPO = Path(__file__).resolve().parents[1]
 MARGIN = 0.004

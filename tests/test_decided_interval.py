@@ -1,8 +1,8 @@
 """The interval a verdict is decided on (``decided_lo`` / ``decided_hi`` of verdicts.tsv,
-:func:`gradcomp.lossy.nested.decided_interval`) agrees with its word on sight: better
+:func:`gradcomp.statistics.nested.decided_interval`) agrees with its word on sight: better
 below 0, worse above 0, equivalent inside the margin, undecided holding 0 and reaching past
 the margin. Checked on simulated studies with every verdict (the known-truth simulation of
-:mod:`gradcomp.lossy.verdict_simulation`, at no difference, at 1.5 margins and at 6 margins),
+:mod:`gradcomp.statistics.verdict_simulation`, at no difference, at 1.5 margins and at 6 margins),
 where the unadjusted 95% interval does disagree with the word in some rows (what this column
 replaces: the planted bug), and the intervals' limits against scipy's t-test.
 """
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from gradcomp.lossy.nested import bounded_test, nested_test
-from gradcomp.lossy.verdict_simulation import default_scenario, replicate
+from gradcomp.statistics.nested import bounded_test, nested_test
+from gradcomp.statistics.verdict_simulation import default_scenario, replicate
 
 MARGIN = 0.004
 

@@ -5,12 +5,12 @@ first step, level alpha / m, in the right direction) in about 80% of studies.
 Four cases, each simulated at exactly the stated size (the mean ``min_detectable`` of 100
 pilot studies of the same design):
 
-- kept set (:class:`gradcomp.lossy.nested.BoundedTest`), read through the bracket the
-  reference's points support (:mod:`gradcomp.lossy.bracket_choice`), the true value at the
+- kept set (:class:`gradcomp.statistics.nested.BoundedTest`), read through the bracket the
+  reference's points support (:mod:`gradcomp.statistics.bracket_choice`), the true value at the
   end of the bracket that works against the test: a convex curve for an advantage, a
   concave one for a deficit;
-- front (:class:`gradcomp.lossy.max_contrast.MaxContrastTest`), the default run's reference
-  over five kept sets (:func:`gradcomp.lossy.verdict_simulation.default_scenario`), a dense
+- front (:class:`gradcomp.statistics.max_contrast.MaxContrastTest`), the default run's reference
+  over five kept sets (:func:`gradcomp.statistics.verdict_simulation.default_scenario`), a dense
   configuration at 1.054 bits (between two kept sets, near-tied candidates) and at 0.636;
   and a front of one configuration (one contrast: an advantage and a deficit alike).
 
@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcomp.lossy.bracket_choice import choose, difference_ends
-from gradcomp.lossy.matched_bits import bracket_at, frontier_candidates
-from gradcomp.lossy.max_contrast import max_contrast_test
-from gradcomp.lossy.nested import bounded_test
-from gradcomp.lossy.verdict_simulation import Config, default_scenario, true_loss
+from gradcomp.statistics.bracket_choice import choose, difference_ends
+from gradcomp.statistics.matched_bits import bracket_at, frontier_candidates
+from gradcomp.statistics.max_contrast import max_contrast_test
+from gradcomp.statistics.nested import bounded_test
+from gradcomp.statistics.verdict_simulation import Config, default_scenario, true_loss
 
 ALPHA, FAMILY, POWER = 0.05, 9, 0.8
 LEVEL = ALPHA / FAMILY

@@ -1,4 +1,4 @@
-"""Paper Y's figures against the figure standard (gradcomp.lossy.facets and the figures that
+"""Paper Y's figures against the figure standard (gradcomp.plotting.facets and the figures that
 use it): at most six panels, text readable at 700 px, every series in a legend, no symlog
 axis, no interval from fewer than five replicates, readers' names, and Y6 marking exactly
 what the verdict table decides; checked on the drawn and saved figures, not on the code's
@@ -17,10 +17,13 @@ import pytest  # noqa: E402
 import yaml  # noqa: E402
 
 from conftest import REPO  # noqa: E402
-from gradcomp import figure_standard as fs  # noqa: E402
 from gradcomp.compression.entries import entry_kind  # noqa: E402
-from gradcomp.lossy import facets, figure_m, figures, figures_paired  # noqa: E402
-from gradcomp.lossy.matched_bits import kept_set_of  # noqa: E402
+from gradcomp.plotting import facets
+from gradcomp.plotting import paper_y as figures
+from gradcomp.plotting import paper_y_m as figure_m
+from gradcomp.plotting import paper_y_paired as figures_paired  # noqa: E402
+from gradcomp.plotting import standard as fs  # noqa: E402
+from gradcomp.statistics.matched_bits import kept_set_of  # noqa: E402
 from gradcomp.study.lossy import compressor_variants  # noqa: E402
 
 

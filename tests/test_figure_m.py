@@ -1,4 +1,4 @@
-"""Figure Y8 (:mod:`gradcomp.lossy.figure_m`): what a coded bit buys against the distortion
+"""Figure Y8 (:mod:`gradcomp.plotting.paper_y_m`): what a coded bit buys against the distortion
 weight M, drawn from synthetic one-round tables with a planted effect of M, checked against
 an independent computation (per-warm-start means, scipy's Student-t interval) and against
 what the figure drew, and held to the figure standard."""
@@ -16,9 +16,9 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import scipy.stats  # noqa: E402
 
-from gradcomp.figure_standard import read_png_row, violations  # noqa: E402
-from gradcomp.lossy import figure_m  # noqa: E402
 from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS  # noqa: E402
+from gradcomp.plotting import paper_y_m as figure_m  # noqa: E402
+from gradcomp.plotting.standard import read_png_row, violations  # noqa: E402
 
 QUANTIZERS = {"none": "none", "uniform": "uniform", "gennorm": "lloyd",
               "gennormk10": "lloyd", "kmeans": "kmeans"}  # fmt: skip

@@ -1,6 +1,6 @@
-"""The figure standard (gradcomp.figure_standard): what measure() reads from a figure, checked
+"""The figure standard (gradcomp.plotting.standard): what measure() reads from a figure, checked
 on figures built here with answers worked out by hand; the row stored in the PNG and read
-back into the manifest (gradcomp.figure_catalogue); the report captions opening with the
+back into the manifest (gradcomp.plotting.catalogue); the report captions opening with the
 catalogue's words; and the default run's manifest (docs/figures/manifest.tsv) meeting the
 standard."""
 
@@ -21,8 +21,8 @@ from matplotlib.cm import ScalarMappable  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from conftest import REPO  # noqa: E402
-from gradcomp import plots  # noqa: E402
-from gradcomp.figure_catalogue import (  # noqa: E402
+from gradcomp.plotting import common as plots  # noqa: E402
+from gradcomp.plotting.catalogue import (  # noqa: E402
     FIGURES,
     MANIFEST_COLUMNS,
     caption_head,
@@ -31,7 +31,7 @@ from gradcomp.figure_catalogue import (  # noqa: E402
     manifest_rows,
     write_manifest,
 )
-from gradcomp.figure_standard import (  # noqa: E402
+from gradcomp.plotting.standard import (  # noqa: E402
     PNG_KEY,
     STANDARD,
     bad_texts,
@@ -269,7 +269,7 @@ def test_report_caption_opens_with_the_catalogue_entry(path: Path) -> None:
     catalogue (planted bugs: a caption edited without the catalogue, a figure caption without
     an entry)."""
     fid = path.stem
-    assert fid in FIGURES, f"{path.name} has no entry in gradcomp.figure_catalogue.FIGURES"
+    assert fid in FIGURES, f"{path.name} has no entry in gradcomp.plotting.catalogue.FIGURES"
     text = " ".join(path.read_text().split())
     assert text.startswith(caption_head(fid)), (text[:200], caption_head(fid))
 

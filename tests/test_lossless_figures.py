@@ -1,5 +1,5 @@
 """Paper L's drawings: each figure saved as the workflow saves it meets the figure standard
-(gradcomp.figure_standard, read back from the PNG), one legend under the panels, one colour
+(gradcomp.plotting.standard, read back from the PNG), one legend under the panels, one colour
 per law, each run its own line below five runs, L5 the paper's three codes and L5b the rest."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pytest
 import scipy.stats
 
 from gradcomp import names
-from gradcomp.figure_standard import read_png_row, violations
-from gradcomp.lossless import plots as lplots
-from gradcomp.lossless.figures import PAPER_CODERS, figure_l5
 from gradcomp.lossless.fit_lossless import fit_tensor
+from gradcomp.plotting import paper_l_drawings as lplots
+from gradcomp.plotting.paper_l import PAPER_CODERS, figure_l5
+from gradcomp.plotting.standard import read_png_row, violations
 
 FAMILIES = ("norm", "laplace", "gennorm")
 TENSORS = {"lower": "conv1.weight", "middle": "layers.4.conv2.weight", "upper": "fc.weight"}

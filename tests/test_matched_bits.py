@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from gradcomp.compression.specs import check_spec
-from gradcomp.lossy.bracket_choice import bend_shown, choose, difference_ends
-from gradcomp.lossy.matched_bits import (
+from gradcomp.statistics.bracket_choice import bend_shown, choose, difference_ends
+from gradcomp.statistics.matched_bits import (
     AT_RTOL,
     bracket_at,
     combine,

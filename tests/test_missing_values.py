@@ -11,7 +11,7 @@ import pytest
 
 from gradcomp import reporting
 from gradcomp.coding.zpaq import ZpaqSize
-from gradcomp.lossless.tables import T1_COLUMNS, coding_rate_table
+from gradcomp.lossless.paper_l_tables import T1_COLUMNS, coding_rate_table
 
 
 def coding_rows(coder, bits, run):

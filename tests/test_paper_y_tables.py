@@ -16,7 +16,7 @@ from gradcomp.artifacts import write_tsv
 from gradcomp.lossy.bd_rate_table import t5_table, table_t5
 from gradcomp.lossy.federated import ROUND_COLUMNS, UPLINK_COLUMNS
 from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
-from gradcomp.lossy.tables import one_round_data, t3_table, t4_table, table_t3, table_t4
+from gradcomp.lossy.paper_y_tables import one_round_data, t3_table, t4_table, table_t3, table_t4
 
 SEEDS, ROUNDS, ENTRIES = (0, 1, 2), (1, 2), 1000
 # test-loss offsets of 'worse' over uniform R2 by seed and round; per-seed means 0.1, 0.3, 0.2

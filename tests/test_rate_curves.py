@@ -1,4 +1,4 @@
-"""BD-rate and the monotone fit of gradcomp.lossy.rate_curves, against hand-computed pairs of
+"""BD-rate and the monotone fit of gradcomp.statistics.rate_curves, against hand-computed pairs of
 curves, scipy's isotonic regression and a brute force over block partitions."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.optimize import isotonic_regression
 
-from gradcomp.lossy.rate_curves import bd_rate, monotone_decreasing
+from gradcomp.statistics.rate_curves import bd_rate, monotone_decreasing
 
 
 def line(a: float, b: float, loss) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Seed-level statistics of gradcomp.lossy.paired, against scipy, closed forms, hand
+"""Seed-level statistics of gradcomp.statistics.paired, against scipy, closed forms, hand
 computations and a simulation of the one-round study's design (issue 15, items 1 and 3)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from gradcomp.lossy.paired import (
+from gradcomp.statistics.paired import (
     holm,
     paired_summary,
     pick_baseline,
@@ -307,7 +307,7 @@ def test_seed_verdicts_match_scipy_and_statsmodels():
     larger one-sided p (scipy), on fixed per-seed differences."""
     from statsmodels.stats.multitest import multipletests
 
-    from gradcomp.lossy.paired import seed_verdicts
+    from gradcomp.statistics.paired import seed_verdicts
 
     rng = np.random.default_rng(4)
     diffs = {f"c{i}": rng.normal(0.01 * i, 0.02, size=5) for i in range(6)}
@@ -333,7 +333,7 @@ def test_seed_verdicts_on_simulated_seeds_with_a_known_truth():
     null the intervals cover 0 at about 95 % and a family gets a false 'better' / 'worse' at
     most about 5 % of the time (Holm); a true 0 with small noise is 'equivalent'; a true
     effect of twice the stated min_detectable is found."""
-    from gradcomp.lossy.paired import seed_verdicts
+    from gradcomp.statistics.paired import seed_verdicts
 
     rng = np.random.default_rng(12)
     families, covered, total, false_families, equivalent, found = 400, 0, 0, 0, 0, 0

@@ -17,8 +17,8 @@ from gradcomp.coding.registry import coder_specs
 from gradcomp.lossless.code_lossless import CODING_COLUMNS, code_lossless, code_run
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.fit_lossless import fit_run
+from gradcomp.lossless.paper_l_tables import coding_rate_table
 from gradcomp.lossless.stream import StreamSettings
-from gradcomp.lossless.tables import coding_rate_table
 from gradcomp.lossless.train import TrainSettings, train_with_dumps
 from gradcomp.models import build_model
 from gradcomp.study.lossless import streams

@@ -24,8 +24,8 @@ from gradcomp.coding.huffman import huffman_lengths
 from gradcomp.coding.registry import builtin_specs, coder_specs
 from gradcomp.distributions import fit_all
 from gradcomp.lossless.code_lossless import code_values, coding_table, merge_streamed
+from gradcomp.lossless.paper_l_tables import coding_rate_table, table_t1
 from gradcomp.lossless.stream import GradientStreamer, StreamSettings
-from gradcomp.lossless.tables import coding_rate_table, table_t1
 from gradcomp.quantization.grids import get_grid
 from gradcomp.study.lossless import stream_settings
 

@@ -12,8 +12,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from gradcomp.lossy import styles  # noqa: E402
-from gradcomp.plots import legend_outside  # noqa: E402
+from gradcomp.plotting import styles  # noqa: E402
+from gradcomp.plotting.common import legend_outside  # noqa: E402
 
 QUANTIZERS = {"none": "none", "float16": "float16", "uniform": "uniform", "gennorm": "lloyd"}
 
@@ -132,7 +132,7 @@ def test_y5_colours_are_the_default_configs_compressor_colours() -> None:
 
     from conftest import REPO
     from gradcomp.compression.entries import entry_kind
-    from gradcomp.palette import DISTORTION_STUDY_COLORS
+    from gradcomp.plotting.palette import DISTORTION_STUDY_COLORS
 
     lossy = yaml.safe_load((REPO / "config/config.yaml").read_text())["lossy"]
     kinds = {e["name"]: entry_kind(e) for e in lossy["compressors"]}
@@ -148,7 +148,7 @@ def test_y5_colours_are_the_default_configs_compressor_colours() -> None:
 
 def test_every_y5_quantizer_has_its_colour() -> None:
     from gradcomp.lossy.distortion_study import study_quantizers
-    from gradcomp.palette import DISTORTION_STUDY_COLORS
+    from gradcomp.plotting.palette import DISTORTION_STUDY_COLORS
 
     assert set(study_quantizers(2, 2.0)) == set(DISTORTION_STUDY_COLORS)
 
@@ -168,7 +168,7 @@ def test_default_curves_take_distinct_colours_none_of_them_the_faintest() -> Non
 
     from conftest import REPO
     from gradcomp.compression.entries import entry_kind
-    from gradcomp.palette import SERIES
+    from gradcomp.plotting.palette import SERIES
 
     lossy = yaml.safe_load((REPO / "config/config.yaml").read_text())["lossy"]
     kinds = {e["name"]: entry_kind(e) for e in lossy["compressors"]}

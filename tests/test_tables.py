@@ -3,7 +3,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gradcomp.lossless.tables import coding_rate_table
+from gradcomp.lossless.paper_l_tables import coding_rate_table
 from gradcomp.reporting import summarise, to_markdown
 
 

@@ -1,11 +1,11 @@
 """The verdicts' procedure on the default run's whole structure
-(:func:`gradcomp.lossy.verdict_simulation.default_scenario`: uniform over five kept sets
+(:func:`gradcomp.statistics.verdict_simulation.default_scenario`: uniform over five kept sets
 with a +0.17-nat kink at 1 bit per kept value and points between its powers of two,
 quantizer configurations on two kept sets, dense compressors against the operational curve,
 one configuration against the uncompressed aggregate), run through the code that writes
 verdicts.tsv. Goals as in tests/test_verdict_simulation.py, and for the front: an advantage
 and a deficit of one size found alike (the simultaneous limits of
-:mod:`gradcomp.lossy.max_contrast` treat both ends the same; the hull chosen on the pooled
+:mod:`gradcomp.statistics.max_contrast` treat both ends the same; the hull chosen on the pooled
 means, the planted bug, leans against the test)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gradcomp.lossy.max_contrast import max_contrast_test, max_t_quantiles
-from gradcomp.lossy.verdict_simulation import default_scenario, replicate
+from gradcomp.statistics.max_contrast import max_contrast_test, max_t_quantiles
+from gradcomp.statistics.verdict_simulation import default_scenario, replicate
 
 MARGIN = 0.004
 SCENARIO = default_scenario()

@@ -1,7 +1,7 @@
 """The verdicts' procedure on simulated one-round studies with a known truth, on the curve
 shapes that break a reading between reference points
-(:mod:`gradcomp.lossy.verdict_simulation`), run through the code that writes verdicts.tsv
-(:func:`gradcomp.lossy.verdicts.verdicts_from_points`).
+(:mod:`gradcomp.statistics.verdict_simulation`), run through the code that writes verdicts.tsv
+(:func:`gradcomp.statistics.verdicts.verdicts_from_points`).
 
 A reference quantizer's true curve on one kept set: convex and sparse (three points over 2
 in log2 bits), steep, kinked (a +0.1-nat step like uniform's R1 at top-K 45.2%) or dense (a
@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gradcomp.lossy.verdict_simulation import (
+from gradcomp.statistics.verdict_simulation import (
     SCENARIOS,
     Config,
     Shape,

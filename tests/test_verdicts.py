@@ -12,7 +12,8 @@ import pytest
 import scipy.stats
 
 from gradcomp.artifacts import write_tsv
-from gradcomp.lossy.nested import (
+from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
+from gradcomp.statistics.nested import (
     decide,
     min_detectable,
     nested_test,
@@ -20,9 +21,8 @@ from gradcomp.lossy.nested import (
     unit_values,
     variance_components,
 )
-from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
-from gradcomp.lossy.rate_curves import dominance
-from gradcomp.lossy.verdicts import verdicts_table
+from gradcomp.statistics.rate_curves import dominance
+from gradcomp.statistics.verdicts import verdicts_table
 
 
 def simulate(rng, W, S, sigma_b, sigma_w, mu=0.0):
@@ -238,7 +238,7 @@ ONE_CONFIGURATION = [
 def _paired_by_hand(paths, test_rate, ref_rate):
     """The loss difference test R``test_rate`` minus uniform R``ref_rate`` per warm start
     (the mean of its seeds) read straight from the one-round tables, and scipy's paired t
-    interval over the warm starts (independent of gradcomp.lossy.nested)."""
+    interval over the warm starts (independent of gradcomp.statistics.nested)."""
     data = pd.concat([pd.read_csv(p, sep="\t") for p in paths])
     pick = lambda name, rate: data[(data["compressor"] == name) & (data["rate"] == rate)]  # noqa: E731
     test = pick("test", test_rate).groupby("warm_start")["test_loss"].mean()

@@ -31,7 +31,7 @@ import pandas as pd
 
 from gradcomp import names
 from gradcomp.lossy.distortion_study import DESIGN_NAMES
-from gradcomp.palette import is_bound
+from gradcomp.plotting.palette import is_bound
 
 __all__ = [
     "COLUMNS",

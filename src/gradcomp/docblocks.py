@@ -35,10 +35,10 @@ import pandas as pd
 
 from gradcomp.answers import _num, decided, first_model, markdown_of
 from gradcomp.artifacts import write_text
-from gradcomp.figure_catalogue import gallery_block, headline_block
 from gradcomp.lossy.distortion_study import DESIGN_NAMES
 from gradcomp.lossy.verdict_comparison import AGREEMENTS, beside
 from gradcomp.names import LAWS, coder
+from gradcomp.plotting.catalogue import gallery_block, headline_block
 
 __all__ = ["BLOCKS", "begin", "end", "main", "rewrite", "rewrite_file"]
 
@@ -408,7 +408,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "costs": block_costs,
     "beside": block_beside,
     "regime": block_regime,
-    # the figures: docs/figures/manifest.tsv beside the tables folder (gradcomp.figure_catalogue)
+    # the figures: docs/figures/manifest.tsv beside the tables folder (gradcomp.plotting.catalogue)
     "gallery": gallery_block,
     "headline": headline_block,
 }

@@ -12,7 +12,7 @@ import dataclasses
 from types import SimpleNamespace
 
 from gradcomp.compression.specs import variant_label
-from gradcomp.figure_standard import internal_names
+from gradcomp.plotting.standard import internal_names
 from gradcomp.study.frozen import plain
 
 
@@ -263,7 +263,7 @@ def variant_specs():
 
 
 def verdict_questions():
-    """The primary questions as plain dicts (gradcomp.lossy.verdicts)."""
+    """The primary questions as plain dicts (gradcomp.statistics.verdicts)."""
     return [dataclasses.asdict(q) for q in LOSSY.verdicts.questions]
 
 

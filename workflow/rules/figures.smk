@@ -1,7 +1,7 @@
 # The figure standard, measured: every figure's row (panels, width, smallest text, legend,
 # axes' share, symlog, replicates, identifiers in its text), stored in its PNG when it was
-# saved (gradcomp.figure_standard), read back into one table with each figure's question and
-# paper counterpart (gradcomp.figure_catalogue). Local: it reads the PNGs' metadata.
+# saved (gradcomp.plotting.standard), read back into one table with each figure's question and
+# paper counterpart (gradcomp.plotting.catalogue). Local: it reads the PNGs' metadata.
 
 
 localrules:

@@ -1,7 +1,7 @@
 """Snakemake script: table T1 (bits per entry by coder and model)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossless.tables import table_t1
+from gradcomp.lossless.paper_l_tables import table_t1
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])

@@ -1,7 +1,7 @@
 """Snakemake script: table T3 (final accuracy, uplink bits by part, per-bit accuracy)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.tables import table_t3
+from gradcomp.lossy.paper_y_tables import table_t3
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])

@@ -1,7 +1,7 @@
 """Snakemake script: table T4 (the one-round paired study)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.lossy.tables import table_t4
+from gradcomp.lossy.paper_y_tables import table_t4
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])

@@ -1,8 +1,8 @@
 """Paper Y's T5: per compressor curve (a compressor and M over its rates), the BD-rate against
-the baseline's curve (:mod:`gradcomp.lossy.rate_curves`) on the one-round study.
+the baseline's curve (:mod:`gradcomp.statistics.rate_curves`) on the one-round study.
 
 Every interval is over the design's units (warm starts, each the mean of its seeds;
-:mod:`gradcomp.lossy.nested`); the table declares its family (BD-rate and sign tests) and
+:mod:`gradcomp.statistics.nested`); the table declares its family (BD-rate and sign tests) and
 adjusts their p-values by Holm's method.
 """
 
@@ -16,9 +16,9 @@ import pandas as pd
 import scipy.stats
 
 from gradcomp import reporting
-from gradcomp.lossy.paired import add_holm, family_size, seed_means
-from gradcomp.lossy.rate_curves import bd_rate, curve_points, dominance, drop_dominated
-from gradcomp.lossy.tables import one_round_data, sent_bits_only
+from gradcomp.lossy.paper_y_tables import one_round_data, sent_bits_only
+from gradcomp.statistics.paired import add_holm, family_size, seed_means
+from gradcomp.statistics.rate_curves import bd_rate, curve_points, dominance, drop_dominated
 
 __all__ = ["t5_table", "table_t5"]
 
@@ -39,16 +39,16 @@ def t5_table(
     another of the same curve beats in bits and loss would only drag the curve up), listed in
     ``dominated_configs`` and ``baseline_dominated_configs``. Per trajectory: the BD-rate where
     the curves share a loss range, else the dominance class
-    (:func:`gradcomp.lossy.rate_curves.dominance`). Columns: ``rates`` (the curve's
+    (:func:`gradcomp.statistics.rate_curves.dominance`). Columns: ``rates`` (the curve's
     variants), ``bits_per_entry_min`` / ``_max`` (measured), ``trajectories``,
     ``overlap`` (with a BD-rate), ``dominates`` / ``dominated`` / ``neither`` (the others),
     ``bd_rate_mean`` / ``_lo`` / ``_hi`` / ``_p`` over the overlapping trajectories (two-level
-    design, :mod:`gradcomp.lossy.nested`), ``sign_p`` (two-sided sign test over the units of
+    design, :mod:`gradcomp.statistics.nested`), ``sign_p`` (two-sided sign test over the units of
     every trajectory's direction: fewer bits by BD-rate or dominance, or more), Holm over
     both columns together (``_p_holm``), and ``verdict``: ``fewer bits`` / ``more bits`` when
     the BD-rate is significant and no trajectory without overlap points the other way (or the
     sign test is significant), else ``undecided``."""
-    from gradcomp.lossy.nested import nested_test, unit_values
+    from gradcomp.statistics.nested import nested_test, unit_values
 
     curves = dict(curves or {})
     per_seed = curve_points(

@@ -24,7 +24,7 @@ Differences between compressors are then paired by (trajectory, round): the same
 model, the same local updates, the same test images, so the only difference is the
 compressor. A trajectory is a (warm start, seed): :func:`one_round_stage` runs the seeds
 nested in one warm start, each with its own draw of test images, and the intervals are over
-the warm starts (:mod:`gradcomp.lossy.nested`, :mod:`gradcomp.lossy.paired`).
+the warm starts (:mod:`gradcomp.statistics.nested`, :mod:`gradcomp.statistics.paired`).
 
 One round means one round: every compressor starts every round from its initial state (a
 fresh object per user and round, seeded from seed, round and user), so error-feedback memory

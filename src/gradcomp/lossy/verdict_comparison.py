@@ -1,7 +1,7 @@
 """Two runs' verdicts on the same declared questions side by side: does a word carry from
 one regime to another (the default run's 41% model against the decisive run's 60%+ one)?
 
-Questions are matched by their label (:func:`gradcomp.lossy.verdicts.question_label`; the
+Questions are matched by their label (:func:`gradcomp.statistics.verdicts.question_label`; the
 measured bits a question against one reference configuration states, which move between
 runs, left out of the match), so only questions both runs declared are compared. Where
 both runs decide (a word other than undecided) and the words differ, that is a finding

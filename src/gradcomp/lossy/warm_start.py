@@ -8,7 +8,7 @@ model centrally on a pool of training images disjoint from the users' (the data 
 runs and the one-round study then start from its weights instead of the random init (the
 optimizer state starts fresh). The one-round study pre-trains several warm starts, each from
 its own seed (init and data order), and nests its seeds in them
-(:mod:`gradcomp.lossy.nested`), so that its intervals are not conditional on one warm model;
+(:mod:`gradcomp.statistics.nested`), so that its intervals are not conditional on one warm model;
 the full runs start from the first.
 
 **A common pre-training with continuations.** Reaching the accuracy a reader of the paper has

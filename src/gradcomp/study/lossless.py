@@ -103,10 +103,10 @@ def l5_coders(
     coding: Mapping[str, Any], coders: Sequence[CoderSpec]
 ) -> tuple[tuple[str, str], ...]:
     """(name, colour) of the coders L5 draws, in order. ``coders: null`` (every built-in):
-    :data:`gradcomp.palette.L5_CODERS`; a list: every entry it names but a user's
-    with ``figure: false``. Colours from :func:`gradcomp.palette.coder_colors`, a
+    :data:`gradcomp.plotting.palette.L5_CODERS`; a list: every entry it names but a user's
+    with ``figure: false``. Colours from :func:`gradcomp.plotting.palette.coder_colors`, a
     user's ``color`` where given; no coder is dropped for want of one."""
-    from gradcomp.palette import L5_CODERS, coder_colors
+    from gradcomp.plotting.palette import L5_CODERS, coder_colors
 
     entries = coding.get("coders")
     user = {e["name"]: e for e in entries or () if isinstance(e, Mapping)}

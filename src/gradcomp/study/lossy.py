@@ -21,7 +21,7 @@ from gradcomp import names
 from gradcomp.compression.entries import EntryError, Variant, entry_kind, expand_entries
 from gradcomp.compression.specs import CheckedSpec, SpecError, check_spec, variant_label
 from gradcomp.errors import ConfigError
-from gradcomp.lossy.matched_bits import kept_set_of
+from gradcomp.statistics.matched_bits import kept_set_of
 from gradcomp.study.frozen import freeze
 from gradcomp.study.questions import Verdicts, build_verdicts
 
@@ -133,7 +133,7 @@ class LossySection:
     test_images: int | None
     #: compressor name -> the rate curve it joins
     curves: Mapping[str, str]
-    #: variant label -> the kept set it sends (:func:`gradcomp.lossy.matched_bits.kept_set_of`)
+    #: variant label -> the kept set it sends (:func:`gradcomp.statistics.matched_bits.kept_set_of`)
     kept_sets: Mapping[str, str]
     verdicts: Verdicts
     distortion_study: DistortionStudy
@@ -184,7 +184,7 @@ class LossySection:
 def _sent_the_same_way(spec: CheckedSpec) -> tuple:
     """What R means for a spec: bits per kept value of one sparsifier (or bit budget, which
     sets the fraction per rate); the tables pair variants on one kept set
-    (:func:`gradcomp.lossy.paired.pick_baseline`), so the keep fraction is not part of it."""
+    (:func:`gradcomp.statistics.paired.pick_baseline`), so the keep fraction is not part of it."""
     budget = spec["topk_budget_percent"]
     return (spec["quantizer"] is not None, spec["sparsifier"] or "none", budget)
 

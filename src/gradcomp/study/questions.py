@@ -23,9 +23,9 @@ class Question:
     """One primary question (``lossy.verdicts.questions``, one entry per rate): the ``test``
     compressor's configuration at ``rate`` and ``M`` against the ``reference`` curve at
     ``reference_M``, at its bits: on the same kept set, against the reference's front, or
-    against the uncompressed aggregate (``match``, :mod:`gradcomp.lossy.matched_bits`), in Holm
+    against the uncompressed aggregate (``match``, :mod:`gradcomp.statistics.matched_bits`), in Holm
     ``family``, the reference read between its configurations by ``interpolation``
-    (:data:`gradcomp.lossy.matched_bits.INTERPOLATIONS`). With ``reference_rate`` the
+    (:data:`gradcomp.statistics.matched_bits.INTERPOLATIONS`). With ``reference_rate`` the
     reference is its one configuration at that rate and ``reference_M`` on the test's kept
     set, each at its own bits (a direct paired comparison: no reading between
     configurations, ``interpolation`` ``"none"``)."""
@@ -42,8 +42,8 @@ class Question:
 
     @property
     def label(self) -> str:
-        """:func:`gradcomp.lossy.verdicts.question_label` (without the kept set)."""
-        from gradcomp.lossy.verdicts import question_label
+        """:func:`gradcomp.statistics.verdicts.question_label` (without the kept set)."""
+        from gradcomp.statistics.verdicts import question_label
 
         return question_label(dataclasses.asdict(self))
 

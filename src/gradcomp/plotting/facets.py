@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from gradcomp.lossy.styles import is_reference
+from gradcomp.plotting.styles import is_reference
 
 __all__ = [
     "FIG_WIDTH",
@@ -122,7 +122,7 @@ def title(fig: plt.Figure, text: str) -> None:
 
 def question_title(fid: str, model: str, *lines: str, width: int = 92) -> str:
     """A figure's title: ``<fid> <model>:`` and its question from the catalogue
-    (:data:`gradcomp.figure_catalogue.FIGURES`), wrapped at ``width`` characters, then
+    (:data:`gradcomp.plotting.catalogue.FIGURES`), wrapped at ``width`` characters, then
     ``lines`` (the data line, what it shows), the empty ones left out.
 
     >>> print(question_title("Y2", "cnn", "", "data: CIFAR-10", width=60))
@@ -132,7 +132,7 @@ def question_title(fid: str, model: str, *lines: str, width: int = 92) -> str:
     """
     import textwrap
 
-    from gradcomp.figure_catalogue import FIGURES
+    from gradcomp.plotting.catalogue import FIGURES
 
     head = textwrap.fill(f"{fid} {model}: {FIGURES[fid].question}", width)
     return "\n".join([head, *(line for line in lines if line)])

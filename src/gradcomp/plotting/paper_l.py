@@ -2,8 +2,8 @@
 
 Each function reads what it needs, joins the tensor positions
 (:mod:`gradcomp.lossless.positions`), selects the rows and hands them to
-:mod:`gradcomp.lossless.plots`. Units: gradient entries as dumped (loss units per parameter
-unit), rates in bits per entry.
+:mod:`~gradcomp.plotting.paper_l_drawings`. Units: gradient entries as dumped (loss units per
+parameter unit), rates in bits per entry.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pandas as pd
 
 from gradcomp import names
 from gradcomp.artifacts import read_tables
-from gradcomp.figure_catalogue import FIGURES
-from gradcomp.lossless import plots as lplots
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.positions import read_with_positions
+from gradcomp.plotting import paper_l_drawings as lplots
+from gradcomp.plotting.catalogue import FIGURES
 
 
 def _position_tensors(fits: pd.DataFrame) -> dict[str, str]:
@@ -264,7 +264,7 @@ def _run(fits: pd.DataFrame) -> str:
 
 def _title(fid: str, model: str, shown: str, source: str, width: int = 100) -> str:
     """A figure's title: ``<fid> <model>:`` and its question from the catalogue
-    (:data:`gradcomp.figure_catalogue.FIGURES`), wrapped at ``width`` characters, then what
+    (:data:`gradcomp.plotting.catalogue.FIGURES`), wrapped at ``width`` characters, then what
     it shows and the data line (:func:`gradcomp.reporting.figure_source_label`), the empty
     ones left out."""
     head = textwrap.fill(f"{fid} {model}: {FIGURES[fid].question}", width)

@@ -1,14 +1,14 @@
 """Paper L's drawings, one question each: histograms with the fitted laws' densities (L1),
 tails (L2), a fit metric per epoch (L3), the GenNorm parameters per epoch (L4) and the coded
 size per epoch (L5, L5b). Each takes data already loaded and writes one figure with
-:func:`gradcomp.plots.save_figure`, its legend right of the panels.
+:func:`gradcomp.plotting.common.save_figure`, its legend right of the panels.
 
 Sized to be read as a PNG 700 px wide: at most 6 panels, no text under 8.8 pt on a figure at
 most 10 inches wide (8.6 px at 700 px), every drawn series in the legend (reference lines
 marked ``gid="guide"``). With fewer than :data:`MIN_BAND_RUNS` runs each run is drawn as its
 own line; from that many on, the mean with a band of one standard deviation. Names are the
 readers' (:mod:`gradcomp.names`); a law has the same colour in every L figure
-(:data:`FAMILY_COLORS`, in L5 the Huffman code designed from it): :mod:`gradcomp.palette`
+(:data:`FAMILY_COLORS`, in L5 the Huffman code designed from it): :mod:`gradcomp.plotting.palette`
 defines every colour, this module draws.
 """
 
@@ -25,7 +25,8 @@ from matplotlib.artist import Artist
 from gradcomp import names
 from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.lossless.positions import POSITIONS
-from gradcomp.palette import (  # noqa: F401 (the L figures' colours, re-exported)
+from gradcomp.plotting.common import save_figure, set_theme
+from gradcomp.plotting.palette import (  # noqa: F401 (the L figures' colours, re-exported)
     BOUND_OF,
     CODER_COLORS,
     FAMILY_COLORS,
@@ -36,7 +37,6 @@ from gradcomp.palette import (  # noqa: F401 (the L figures' colours, re-exporte
     coder_colors,
     is_bound,
 )
-from gradcomp.plots import save_figure, set_theme
 
 #: A law's name in the L figures' legends (:func:`gradcomp.names.law`).
 FAMILY_LABELS = {family: names.law(family) for family in FAMILY_COLORS}
@@ -74,8 +74,8 @@ def _runs(
 
 
 def _band_replicates(n_runs: int) -> int | None:
-    """What :func:`gradcomp.plots.save_figure` is told: the runs behind the bands :func:`_runs`
-    drew (None: it drew each run, no band)."""
+    """What :func:`~gradcomp.plotting.common.save_figure` is told: the runs behind the bands
+    :func:`_runs` drew (None: it drew each run, no band)."""
     return n_runs if n_runs >= MIN_BAND_RUNS else None
 
 
@@ -92,7 +92,8 @@ def _finish(
     """The figure's title and one legend under the panels, in ``ncol`` columns
     (default: one row): each label once, from the labelled artists of ``axes`` in order of
     first appearance. Under the panels it takes height, not the width the panels need to be
-    read at 700 px; :func:`gradcomp.plots.save_figure` keeps it (``bbox_inches="tight"``)."""
+    read at 700 px; :func:`~gradcomp.plotting.common.save_figure` keeps it
+    (``bbox_inches="tight"``)."""
     handles: dict[str, Artist] = {}
     for ax in np.ravel(axes):
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):

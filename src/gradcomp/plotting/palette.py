@@ -88,7 +88,7 @@ def coder_colors(names: Sequence[str], given: Mapping[str, str] | None = None) -
     """Name -> colour of the coders ``names`` (in order): ``given`` as given (a user's
     ``color``); a code designed from a fitted family (``huffman_gennorm``, ``ans_gennorm``) in
     the family's colour; a bound (:data:`BOUND_OF`) in its code's; every other coder, a user's
-    unknown one included, the next free colour of :data:`gradcomp.palette.SERIES`.
+    unknown one included, the next free colour of :data:`gradcomp.plotting.palette.SERIES`.
 
     >>> coder_colors(["huffman_gennorm", "zstd"])["huffman_gennorm"] == FAMILY_COLORS["gennorm"]
     True

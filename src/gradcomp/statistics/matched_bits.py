@@ -20,7 +20,7 @@ curve (``match``):
   :func:`lower_hull`, flat past its lowest loss). Time sharing reaches it exactly, so it
   needs no bracket; which configurations make it is not chosen on the data: the difference
   to it is the largest of the contrasts to every candidate, with simultaneous limits
-  (:mod:`gradcomp.lossy.max_contrast`).
+  (:mod:`gradcomp.statistics.max_contrast`).
 - ``exact``: the uncompressed aggregate of the same round (the one-round tables'
   ``exact_loss``), at no bits: what the compressor loses against sending float32.
 
@@ -29,7 +29,7 @@ line in bits lies above a convex curve, below a concave one, and on an S (a conc
 meeting a convex one, as uniform's curve on a small kept set) on either side. :func:`bracket_at`
 gives the readings of ``f(x)`` each shape allows, as fixed linear combinations (``lam`` = how
 far ``x`` lies from ``j`` to ``j+1``, ``h`` the step); which one a question uses is decided
-on the reference's own points (:mod:`gradcomp.lossy.bracket_choice`, its ``kind`` in the
+on the reference's own points (:mod:`gradcomp.statistics.bracket_choice`, its ``kind`` in the
 verdict row's ``interpolation``):
 
 - ``convex`` / ``concave``: the chord, and the secants beside it carried to ``x`` (through
@@ -53,7 +53,7 @@ One trajectory's difference ``y_test - f(x)`` therefore lies between the test's 
 the highest and minus the lowest of the reading's combinations; their means estimate the
 two ends of the difference's identified interval without bias whatever the noise's
 correlation, and the width between them is charged in the interval
-(:func:`gradcomp.lossy.nested.bounded_test`). ``interpolation="chord"`` takes the chord for
+(:func:`gradcomp.statistics.nested.bounded_test`). ``interpolation="chord"`` takes the chord for
 the curve: the procedure before this bracket, kept as a named switch to show its bias.
 
 A configuration that another configuration of its own curve beats in both bits and loss is
@@ -330,7 +330,7 @@ def frontier_candidates(
     """The ways the reference reaches at most ``x`` bits (label -> weight each, summing to
     1): every configuration with at most ``x`` bits alone, and every pair that brackets
     ``x`` time-shared to spend ``x`` (its chord). The operational curve at ``x`` is the
-    lowest of their losses (:mod:`gradcomp.lossy.max_contrast`). None below the fewest bits
+    lowest of their losses (:mod:`gradcomp.statistics.max_contrast`). None below the fewest bits
     or more than ``rtol`` past the most (no extrapolation).
 
     >>> frontier_candidates(1.5, {"a": 1.0, "b": 2.0})

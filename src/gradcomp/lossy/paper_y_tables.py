@@ -2,7 +2,7 @@
 curves compared by BD-rate) is :mod:`gradcomp.lossy.bd_rate_table`.
 
 Every interval is over seeds, the unit of replication (rounds of a seed are averaged first;
-:mod:`gradcomp.lossy.paired`); every table declares its family of comparisons and adjusts
+:mod:`gradcomp.statistics.paired`); every table declares its family of comparisons and adjusts
 their p-values by Holm's method. T3, per compressor, rate R and M: final test accuracy,
 uplink bits by part and per-bit accuracy, and the per-bit accuracy's paired difference to
 the baseline variant (same R). T4, per variant: measured bits per entry and per round, the
@@ -21,12 +21,12 @@ import pandas as pd
 
 from gradcomp import reporting
 from gradcomp.compression.rates import RATE_FIELDS
-from gradcomp.lossy.paired import (
+from gradcomp.lossy.per_bit import read_rounds
+from gradcomp.lossy.run_files import RUN_IDENTITY
+from gradcomp.statistics.paired import (
     family_size,
     paired_summary,
 )
-from gradcomp.lossy.per_bit import read_rounds
-from gradcomp.lossy.run_files import RUN_IDENTITY
 
 __all__ = [
     "one_round_data",
@@ -53,7 +53,7 @@ def t3_table(
 ) -> pd.DataFrame:
     """T3 (see the module doc): one row per model, compressor, rate and M; ``pairable``:
     the compressors whose rate means what the baseline's does (None: all); ``kept_sets`` and
-    ``curves``: pair on the same kept set (:func:`gradcomp.lossy.paired.pick_baseline`)."""
+    ``curves``: pair on the same kept set (:func:`gradcomp.statistics.paired.pick_baseline`)."""
     data = read_rounds(rounds_tsvs, quantizers)
     last = {int(pd.read_csv(path, sep="\t")["round"].max()): path for path in rounds_tsvs}
     if len(last) > 1:  # the global last round would silently drop the shorter runs
@@ -147,12 +147,12 @@ def t4_table(
     """T4 (see the module doc): one row per model, compressor, rate and M. With ``margin``
     (nats), the test-loss difference to the baseline also gets a TOST p of equivalence
     within +-margin (``test_loss_vs_<baseline>_tost_p``, Holm over the table's rows as
-    ``_tost_p_holm``) and a ``verdict`` (:func:`gradcomp.lossy.nested.decide`): a pair
+    ``_tost_p_holm``) and a ``verdict`` (:func:`gradcomp.statistics.nested.decide`): a pair
     whose both sides equal the uncompressed aggregate within the margin is "equivalent", not
     "undecided". With ``kept_sets`` and ``curves`` a variant is paired with the baseline's
-    curve on its own kept set (:func:`gradcomp.lossy.paired.pick_baseline`)."""
-    from gradcomp.lossy.nested import decide, tost_p
-    from gradcomp.lossy.paired import holm
+    curve on its own kept set (:func:`gradcomp.statistics.paired.pick_baseline`)."""
+    from gradcomp.statistics.nested import decide, tost_p
+    from gradcomp.statistics.paired import holm
 
     table = paired_summary(
         one_round_data(paths),

@@ -8,7 +8,7 @@ set), at the bits it measurably spends, against
   against sending float32;
 - ``kept_set``: the reference quantizer's curve on the same kept set at the same bits;
 - ``frontier``: the reference's operational curve over every kept set at the same bits,
-  chosen out of sample (:mod:`gradcomp.lossy.matched_bits`);
+  chosen out of sample (:mod:`gradcomp.statistics.matched_bits`);
 - with ``reference_rate``: **one** reference configuration (that rate at ``reference_M``,
   on the same kept set) at its own bits, whatever they are: a direct paired comparison of
   two configurations, no reading between configurations (``interp_bound`` 0,
@@ -19,11 +19,11 @@ Per trajectory (warm start, seed) the difference is the test's test loss minus t
 reference's at matched bits (nats; negative = lower loss for the same bits), known to lie
 between two linear contrasts where the reference has to be read between its configurations
 or within 0.1% of one, by the reading its own points support (``interpolation``: convex,
-concave, either bend, monotone, slope; :mod:`gradcomp.lossy.matched_bits`,
-:mod:`gradcomp.lossy.bracket_choice`); the accuracy likewise (positive = better). Both ends
-go through the two-level design (:mod:`gradcomp.lossy.nested`): interval over the warm
+concave, either bend, monotone, slope; :mod:`gradcomp.statistics.matched_bits`,
+:mod:`gradcomp.statistics.bracket_choice`); the accuracy likewise (positive = better). Both ends
+go through the two-level design (:mod:`gradcomp.statistics.nested`): interval over the warm
 starts, each the mean of its seeds, and the bracket's width charged
-(:func:`gradcomp.lossy.nested.bounded_test`).
+(:func:`gradcomp.statistics.nested.bounded_test`).
 
 The questions form declared **families** (``family``), and each family is adjusted by Holm's
 method on its own. Each question is answered with one of
@@ -42,7 +42,7 @@ beating every candidate: tests/test_detectable_power.py), the share of the
 variance between warm starts (one-way ANOVA), which reference configurations the contrasts
 use and which of those are dominated by another configuration of the reference. The
 procedure's coverage under nulls and shapes that break a chord, and its power, are checked by
-simulation (:mod:`gradcomp.lossy.verdict_simulation`, ``tests/test_verdict_simulation.py``).
+simulation (:mod:`gradcomp.statistics.verdict_simulation`, ``tests/test_verdict_simulation.py``).
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ import pandas as pd
 from gradcomp import reporting
 from gradcomp.artifacts import write_text, write_tsv
 from gradcomp.compression.specs import variant_label
-from gradcomp.lossy.bracket_choice import choose, difference_ends
-from gradcomp.lossy.matched_bits import bracket_at, frontier_candidates, pareto_front
-from gradcomp.lossy.max_contrast import MaxContrastTest, max_contrast_test
-from gradcomp.lossy.nested import bounded_test, decide, decided_interval, variance_components
-from gradcomp.lossy.paired import holm, seed_means
+from gradcomp.statistics.bracket_choice import choose, difference_ends
+from gradcomp.statistics.matched_bits import bracket_at, frontier_candidates, pareto_front
+from gradcomp.statistics.max_contrast import MaxContrastTest, max_contrast_test
+from gradcomp.statistics.nested import bounded_test, decide, decided_interval, variance_components
+from gradcomp.statistics.paired import holm, seed_means
 
 __all__ = ["POINT_COLUMNS", "question_label", "table_verdicts", "verdicts_from_points",
            "verdicts_table"]  # fmt: skip
@@ -155,7 +155,7 @@ def _wide(rows: pd.DataFrame, trajectories: pd.MultiIndex, what: str) -> dict[st
 def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc, units):
     """Per trajectory (low, high) ends of the loss and accuracy differences to the reference
     curve on ``kept_set`` at ``x`` bits, each read as its own points support
-    (:mod:`gradcomp.lossy.bracket_choice`), and what was used; or None and why not."""
+    (:mod:`gradcomp.statistics.bracket_choice`), and what was used; or None and why not."""
     pool = {lb: ref["bits"][lb] for lb in ref["labels"] if kept[lb] == kept_set}
     if not pool:
         return None, f"{question['reference']} has no configuration on {kept_set}"
@@ -171,7 +171,7 @@ def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc, units):
 
 
 def _frontier_tests(x, ref, question, y_loss, y_acc, units):
-    """Loss and accuracy :class:`~gradcomp.lossy.max_contrast.MaxContrastTest` against the
+    """Loss and accuracy :class:`~gradcomp.statistics.max_contrast.MaxContrastTest` against the
     reference's operational curve at ``x`` bits, and the candidates; or None and why not."""
     candidates = frontier_candidates(x, ref["bits"])
     if candidates is None:
@@ -306,7 +306,7 @@ def _step(weights: Mapping[str, float], bits: Mapping[str, float]) -> float:
 
 def _row(base, described, lt, at, margin, units, loss_ends) -> dict[str, Any]:
     """One verdict row from the loss test ``lt`` and the accuracy test ``at`` (for a
-    :class:`~gradcomp.lossy.max_contrast.MaxContrastTest` of the negated accuracy, its
+    :class:`~gradcomp.statistics.max_contrast.MaxContrastTest` of the negated accuracy, its
     interval turned back)."""
     if isinstance(at, MaxContrastTest):
         acc = {"acc_diff_mean": -at.mean, "acc_diff_lo": -at.hi, "acc_diff_hi": -at.lo}
@@ -357,13 +357,13 @@ def verdicts_from_points(
     ``per_seed``: one row per variant and trajectory with :data:`POINT_COLUMNS`;
     ``questions``: dicts with ``test`` (a compressor name), ``rate``, ``M``, ``reference``
     (a rate curve; ignored for ``exact``), ``reference_M``, ``match`` (one of
-    :data:`gradcomp.lossy.matched_bits.MATCHES`) and optionally ``family`` (default
+    :data:`gradcomp.statistics.matched_bits.MATCHES`) and optionally ``family`` (default
     ``"primary"``), ``interpolation`` (default ``"convex"``) and ``reference_rate``
     (default None: the reference curve at the test's bits; a rate: that one configuration of
     the reference at its own bits, on the test's kept set)
     (:class:`gradcomp.study.lossy.Question`); ``curves``: compressor name -> its rate curve (a
     name not listed is its own); ``kept_sets``: variant label (``name/R{rate}_M{M}``) -> its
-    kept set (:func:`gradcomp.lossy.matched_bits.kept_set_of`); ``names``: readers' names
+    kept set (:func:`gradcomp.statistics.matched_bits.kept_set_of`); ``names``: readers' names
     (:meth:`gradcomp.study.lossy.LossySection.display_names`: variant labels and
     ``{name}@M{M}``) for the columns ``test_name`` and ``reference_name`` (the identifiers
     where a name is missing)."""
@@ -435,7 +435,7 @@ def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
     """:func:`verdicts_from_points` of the one-round study tables ``paths`` (their rounds
     averaged per trajectory; variants whose bits are an ideal channel's, not bytes sent, left
     out)."""
-    from gradcomp.lossy.tables import one_round_data, sent_bits_only
+    from gradcomp.lossy.paper_y_tables import one_round_data, sent_bits_only
 
     data = sent_bits_only(one_round_data(paths))
     per_seed = seed_means(

@@ -16,12 +16,12 @@ loss increase. Differences from VCEG-M33:
   at its own loss increase, when that lies on the reference curve;
 - no overlap gives NaN (reported as undecided, never extrapolated).
 
-How the verdicts compare curves at matched bits is :mod:`gradcomp.lossy.matched_bits`
-(a pooled BD-loss over monotone-fitted curves failed its null: :mod:`gradcomp.lossy.verdicts`).
+How the verdicts compare curves at matched bits is :mod:`gradcomp.statistics.matched_bits`
+(a pooled BD-loss over monotone-fitted curves failed its null: :mod:`gradcomp.statistics.verdicts`).
 :func:`dominance` classifies two curves that share no range.
 
 Per trajectory, both curves come from the same updates and test images; intervals are over
-the design's units (:mod:`gradcomp.lossy.nested`).
+the design's units (:mod:`gradcomp.statistics.nested`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from gradcomp.compression.specs import variant_label
-from gradcomp.lossy.matched_bits import pareto_front
+from gradcomp.statistics.matched_bits import pareto_front
 
 __all__ = ["bd_rate", "curve_points", "dominance", "drop_dominated", "monotone_decreasing"]
 
@@ -129,7 +129,7 @@ def curve_points(points, curves):
 
 def drop_dominated(per_seed: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
     """``per_seed`` without the configurations that another of their own curve (model,
-    curve, M) beats in mean bits and mean ``metric`` (:func:`~gradcomp.lossy.matched_bits.
+    curve, M) beats in mean bits and mean ``metric`` (:func:`~gradcomp.statistics.matched_bits.
     pareto_front`), and (model, curve, M) -> those configurations' labels, comma-joined."""
     keep, dominated = [], {}
     for key, pts in per_seed.groupby(["model", "curve", "M"], sort=True):

@@ -1,13 +1,13 @@
 """Paper Y's figures: Y1-Y3 from the federated runs' round tables, Y4 and Y5 from a run's
 update snapshot (Y6 and Y7, from the one-round paired study, are
-:mod:`gradcomp.lossy.figures_paired`). Each figure asks one question (its title), has at most
-six panels (:mod:`gradcomp.lossy.facets`) and names every series in a legend by its readers'
+:mod:`gradcomp.plotting.paper_y_paired`). Each figure asks one question (its title), has at most
+six panels (:mod:`gradcomp.plotting.facets`) and names every series in a legend by its readers'
 name (:mod:`gradcomp.names`).
 
 Per-bit accuracy after round t = (test accuracy at t - test accuracy of the initial model)
 / cumulative uplink bits of all users up to t (coded uplink). The full runs have few seeds
 (two by default), too few for an interval: every seed is drawn as its own line, in its
-variant's look (:mod:`gradcomp.lossy.styles`).
+variant's look (:mod:`gradcomp.plotting.styles`).
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from gradcomp import names, plots
-from gradcomp.lossy import facets
+from gradcomp import names
 from gradcomp.lossy.distortion_study import BOUND, DESIGN_NAMES
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import read_snapshot
-from gradcomp.lossy.styles import GUIDE, curve_name, is_reference, reader_name, variant_styles
+from gradcomp.plotting import common as plots
+from gradcomp.plotting import facets
+from gradcomp.plotting.styles import GUIDE, curve_name, is_reference, reader_name, variant_styles
 
 __all__ = [
     "POINTS_PER_MBIT",
@@ -288,7 +289,7 @@ def figure_y4(
     snapshot: str | Path, png: str | Path, *, tensors: Sequence[str], bins: int, title: str
 ) -> None:
     """Y4: update entries before and after compression for ``tensors`` (user 0, last round;
-    the first :data:`gradcomp.lossy.facets.MAX_PANELS`), stacked full-width panels.
+    the first :data:`gradcomp.plotting.facets.MAX_PANELS`), stacked full-width panels.
 
     "before" shows the entries the compressor kept (its sparsifier's selection), "after"
     their reconstructions. Raises ValueError naming a tensor the snapshot does not hold.
@@ -347,7 +348,7 @@ def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
     than two, M = 0 and 2; T6 holds every M) on one scale, the bound (the Blahut-Arimoto
     curve of the fitted GenNorm) the 0 dB line.
     Points beyond the bound's resolved range (no ``gap_db``) are left out."""
-    from gradcomp.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
+    from gradcomp.plotting.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
 
     plots.set_theme()
     rd = pd.read_csv(rd_tsv, sep="\t")

@@ -8,8 +8,8 @@ what one round bought per coded bit: the test loss the round took off the start 
 (``start_loss - test_loss``, nats) and the accuracy it added (``test_acc - start_acc``,
 points), each over the coded uplink bits per entry the configuration spent (``bits_coded /
 entries``, all users). Rounds of a trajectory are averaged first; the mean and 95% interval
-are over the warm starts, seeds nested (:func:`gradcomp.lossy.nested.nested_test`), drawn
-only from at least :data:`gradcomp.lossy.figures_paired.MIN_REPLICATES` units (fewer: the
+are over the warm starts, seeds nested (:func:`gradcomp.statistics.nested.nested_test`), drawn
+only from at least :data:`gradcomp.plotting.paper_y_paired.MIN_REPLICATES` units (fewer: the
 units' own values). A dotted grey line per rate is the uncompressed aggregate's gain over
 the same bits (``start - exact``, each trajectory over the bits the configuration spent):
 what the bits would buy if quantizing lost nothing. The table :func:`figure_y8` returns
@@ -29,15 +29,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from gradcomp import names, plots
-from gradcomp.lossy import facets
-from gradcomp.lossy.figures import finish
-from gradcomp.lossy.figures_paired import MIN_REPLICATES
-from gradcomp.lossy.nested import nested_test, unit_values
-from gradcomp.lossy.paired import seed_means
-from gradcomp.lossy.styles import curve_name, variant_styles
-from gradcomp.lossy.tables import one_round_data
-from gradcomp.palette import GREYS
+from gradcomp import names
+from gradcomp.lossy.paper_y_tables import one_round_data
+from gradcomp.plotting import common as plots
+from gradcomp.plotting import facets
+from gradcomp.plotting.palette import GREYS
+from gradcomp.plotting.paper_y import finish
+from gradcomp.plotting.paper_y_paired import MIN_REPLICATES
+from gradcomp.plotting.styles import curve_name, variant_styles
+from gradcomp.statistics.nested import nested_test, unit_values
+from gradcomp.statistics.paired import seed_means
 
 __all__ = [
     "METRICS", "OFFSET", "RATES", "Y8_COLUMNS", "Y8Series", "figure_y8", "m_points", "y8_series",
@@ -155,7 +156,7 @@ def _per_seed(data: pd.DataFrame) -> pd.DataFrame:
 
 def m_points(data: pd.DataFrame, series: Sequence[Y8Series]) -> pd.DataFrame:
     """The numbers Y8 plots (columns :data:`Y8_COLUMNS`), one row per metric
-    (:data:`METRICS`), series and M present in ``data`` (:func:`gradcomp.lossy.tables.
+    (:data:`METRICS`), series and M present in ``data`` (:func:`gradcomp.lossy.paper_y_tables.
     one_round_data`'s frame): the mean bits per entry, the metric's mean and 95% interval
     over the design's units (NaN ends: fewer than two units), the number of units and the
     design, and ``ceiling``, the mean of the uncompressed aggregate's gain over the same

@@ -3,7 +3,7 @@ simultaneous limits, so that no curve is chosen on the data it is tested with.
 
 The reference's operational curve at ``x`` bits is the lowest loss any of its configurations
 reaches with at most ``x`` bits, alone or time-shared with another
-(:func:`gradcomp.lossy.matched_bits.frontier_candidates`): ``H(x) = min_p r_p(x)`` over the
+(:func:`gradcomp.statistics.matched_bits.frontier_candidates`): ``H(x) = min_p r_p(x)`` over the
 candidates ``p`` (single configurations with at most ``x`` bits, pairs that bracket ``x``
 read on their chord). The test configuration's difference to it is therefore
 
@@ -95,7 +95,7 @@ class MaxContrastTest:
     ``se`` and ``df`` of the binding contrast, ``q`` (the simultaneous quantile), the number
     of ``contrasts``, ``units`` and ``design``; ``loadings``: the contrasts' unit-level
     correlation as :func:`max_t_quantiles` draws it (for :meth:`min_detectable`). :meth:`tost`
-    as for :class:`gradcomp.lossy.nested.BoundedTest`; ``bound`` is 0 (no interpolation)."""
+    as for :class:`gradcomp.statistics.nested.BoundedTest`; ``bound`` is 0 (no interpolation)."""
 
     estimates: np.ndarray
     ses: np.ndarray
@@ -260,7 +260,7 @@ def max_contrast_test(
 ) -> MaxContrastTest:
     """:class:`MaxContrastTest` of per-trajectory contrast values (trajectories x
     contrasts), each column reduced to the design's units as
-    :func:`gradcomp.lossy.nested.unit_values` does (warm-start means with two or more warm
+    :func:`gradcomp.statistics.nested.unit_values` does (warm-start means with two or more warm
     starts, else the trajectories). Any NaN gives NaN statistics."""
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 2:

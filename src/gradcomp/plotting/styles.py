@@ -1,9 +1,9 @@
 """How a compressor variant looks in every paper-Y figure: one colour per rate curve
-(:data:`gradcomp.palette.SERIES` in config order; the entries joining a curve share it),
+(:data:`~gradcomp.plotting.palette.SERIES` in config order; the entries joining a curve share it),
 graded from light to dark over its M values, one marker and line style per rate R; the
 uncompressed references in greys (past three: the greys again, dashed). Labels are readers'
 names (:func:`gradcomp.names.variant` of the variant's spec) where the spec is given, never a
-config identifier. Legends go outside the axes (:func:`gradcomp.plots.legend_outside`,
+config identifier. Legends go outside the axes (:func:`gradcomp.plotting.common.legend_outside`,
 re-exported here).
 """
 
@@ -18,8 +18,8 @@ import pandas as pd
 
 from gradcomp import names
 from gradcomp.compression.specs import variant_label
-from gradcomp.palette import GREYS, MARKERS, SERIES
-from gradcomp.plots import legend_outside  # one placement for both papers' figures
+from gradcomp.plotting.common import legend_outside  # one placement for both papers' figures
+from gradcomp.plotting.palette import GREYS, MARKERS, SERIES
 
 __all__ = [
     "GUIDE",
@@ -151,8 +151,8 @@ def variant_styles(
     ``quantizers`` (name -> kind, in config order) fixes each compressor's colour, and
     ``curves`` (name -> the rate curve it joins, ``lossy.curves``) gives the compressors of
     one curve one colour (the curve's first compressor's), so that the default's 12 curves
-    take 12 distinct colours of :data:`gradcomp.palette.SERIES`. ``specs`` (variant label ->
-    spec): labels are readers' names (:func:`reader_name`); without, ``name R{rate} M{M}``."""
+    take 12 distinct colours of :data:`~gradcomp.plotting.palette.SERIES`. ``specs`` (variant label
+    -> spec): labels are readers' names (:func:`reader_name`); without, ``name R{rate} M{M}``."""
     order = list(quantizers)
     curve_of = dict(curves or {})
     rates = sorted(v for v, q in zip(variants["rate"], variants["compressor"], strict=True)

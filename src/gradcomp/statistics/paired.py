@@ -1,7 +1,7 @@
 """Seed-level intervals, paired differences and multiple-comparison control (T3, T4, T5).
 
 The unit of a trajectory is the **seed** (data order, splits, dropout, noise streams), and
-in the one-round study the seed is nested in a **warm start** (:mod:`gradcomp.lossy.nested`).
+in the one-round study the seed is nested in a **warm start** (:mod:`gradcomp.statistics.nested`).
 Rounds of one trajectory are not independent draws, so every estimate here first averages a
 variant's metric (or its paired difference to the baseline) over the rounds of each
 trajectory; then, with two or more warm starts, over the seeds of each warm start, and takes
@@ -25,7 +25,7 @@ import pandas as pd
 import scipy.stats
 
 from gradcomp.compression.specs import variant_label
-from gradcomp.lossy.nested import nested_test
+from gradcomp.statistics.nested import nested_test
 
 __all__ = [
     "ALPHA",
@@ -264,9 +264,9 @@ def seed_verdicts(
     over the seeds (``lo``, ``hi``), the two-sided p of 0 and its Holm adjustment over the
     family (``p_holm``), the TOST p of equivalence within ``+-margin`` and its Holm adjustment
     (``tost_holm``), the smallest difference the design detects at 80 % power
-    (``min_detectable``) and the verdict (:func:`gradcomp.lossy.nested.decide`).
+    (``min_detectable``) and the verdict (:func:`gradcomp.statistics.nested.decide`).
     """
-    from gradcomp.lossy.nested import decide, min_detectable, tost_p
+    from gradcomp.statistics.nested import decide, min_detectable, tost_p
 
     rows: dict[str, dict[str, float | str]] = {}
     for name, values in differences.items():

@@ -1,6 +1,6 @@
 """Plotting shared by both papers: the theme, atomic PNG + PDF output and a generic line
 figure (mean and sd band over repeated rows). Paper-specific drawings live in
-:mod:`gradcomp.lossless.plots` and :mod:`gradcomp.lossy.figures`.
+:mod:`gradcomp.plotting.paper_l_drawings` and :mod:`gradcomp.plotting.paper_y`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from gradcomp import figure_standard  # noqa: E402
 from gradcomp.artifacts import atomic_path  # noqa: E402
+from gradcomp.plotting import standard as figure_standard  # noqa: E402
 
 #: Resolution of every PNG (pixels per inch).
 DPI = 130
@@ -30,8 +30,8 @@ def save_figure(fig: plt.Figure, png_path: str | Path, *, replicates: int | None
     """Write ``fig`` as ``png_path`` and the same name with ``.pdf``; close it.
 
     The PNG carries the figure's measured row of the figure standard
-    (:func:`gradcomp.figure_standard.measure`, read back by
-    :func:`gradcomp.figure_standard.read_png_row`). ``replicates``: the fewest independent
+    (:func:`gradcomp.plotting.standard.measure`, read back by
+    :func:`gradcomp.plotting.standard.read_png_row`). ``replicates``: the fewest independent
     replicates (seeds, runs, warm starts) behind any band or interval the figure draws;
     None when it draws none. Both files are written under temporary names and renamed into
     place, so an interrupted run leaves no half-written figure.

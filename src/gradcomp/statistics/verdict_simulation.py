@@ -1,9 +1,9 @@
 """Simulated one-round studies with a known truth, to check the verdicts' procedure.
 
-The verdicts (:mod:`gradcomp.lossy.verdicts`) are only worth what their coverage and power
+The verdicts (:mod:`gradcomp.statistics.verdicts`) are only worth what their coverage and power
 are on data of the real structure, and on the curve shapes that break a reading between
 reference points. This module draws per-trajectory tables (one row per variant and
-trajectory, :data:`gradcomp.lossy.verdicts.POINT_COLUMNS`) from a model of the one-round
+trajectory, :data:`gradcomp.statistics.verdicts.POINT_COLUMNS`) from a model of the one-round
 study:
 
     loss_jc = exact_j + mu_c + lambda_c f_j + sigma_c e_jc
@@ -44,8 +44,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from gradcomp.lossy.matched_bits import interpolation_weights, lower_hull
-from gradcomp.lossy.verdicts import verdicts_from_points
+from gradcomp.statistics.matched_bits import interpolation_weights, lower_hull
+from gradcomp.statistics.verdicts import verdicts_from_points
 
 __all__ = [
     "SCENARIOS",
@@ -212,7 +212,7 @@ def simulate(
     model: str = "cnn",
 ) -> pd.DataFrame:
     """One simulated study: a row per variant and trajectory (``warm_starts`` x ``seeds``)
-    with the columns :func:`gradcomp.lossy.verdicts.verdicts_from_points` reads; every test
+    with the columns :func:`gradcomp.statistics.verdicts.verdicts_from_points` reads; every test
     configuration sits ``shift`` nats (one value, or one per question in
     :meth:`Scenario.questions` order) off its truth (module doc)."""
     n_q = sum(len(t.configs) for t in scenario.tests)
@@ -398,7 +398,7 @@ def replicate(
     margin: float = 0.004,
 ) -> pd.DataFrame:
     """``reps`` simulated studies (:func:`simulate`), each answered by the code that writes
-    verdicts.tsv (:func:`~gradcomp.lossy.verdicts.verdicts_from_points`); their verdict
+    verdicts.tsv (:func:`~gradcomp.statistics.verdicts.verdicts_from_points`); their verdict
     tables stacked, with the study's index in column ``rep`` and each question's planted
     difference in ``truth``."""
     rng = np.random.default_rng(seed)

@@ -1,6 +1,6 @@
 """What each figure is for: the question it answers, its counterpart in the papers and what a
 reader should look at (:data:`FIGURES`), and what is made from that beside each figure's
-measured row (:mod:`gradcomp.figure_standard`): the run's manifest
+measured row (:mod:`gradcomp.plotting.standard`): the run's manifest
 (``results/figures/manifest.tsv``, :func:`write_manifest`) and the docs' gallery
 (:func:`gallery_markdown`). Each report caption (``workflow/report/<id>.rst``) opens with
 :func:`caption_head` (tests/test_figure_standard.py holds them equal).
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from gradcomp.artifacts import write_tsv
-from gradcomp.figure_standard import bad_texts, read_png_row, violations
+from gradcomp.plotting.standard import bad_texts, read_png_row, violations
 
 __all__ = [
     "FIGURES",
@@ -195,7 +195,7 @@ def entry(path: str | Path) -> Figure:
     fid = figure_id(path)
     if fid not in FIGURES:
         raise KeyError(
-            f"{Path(path).name}: figure {fid!r} has no entry in gradcomp.figure_catalogue.FIGURES"
+            f"{Path(path).name}: figure {fid!r} has no entry in gradcomp.plotting.catalogue.FIGURES"
         )
     return FIGURES[fid]
 
@@ -212,8 +212,8 @@ def _one_line(text: str) -> str:
 
 def manifest_rows(pngs: Iterable[str | Path], identifiers: Iterable[str] = ()) -> list[dict]:
     """One manifest row per PNG: its catalogue entry and the row measured when it was saved
-    (:func:`gradcomp.figure_standard.read_png_row`); ``bad_text`` checked again with
-    ``identifiers`` (:func:`gradcomp.figure_standard.internal_names` of the run's
+    (:func:`gradcomp.plotting.standard.read_png_row`); ``bad_text`` checked again with
+    ``identifiers`` (:func:`gradcomp.plotting.standard.internal_names` of the run's
     compressors), ``violations`` of the standard joined by "; "."""
     ids = list(identifiers)
     rows = []

@@ -4,10 +4,10 @@ configuration adds at the bits it spends), Y7 in three figures, one question eac
 (:data:`Y7_PARTS`).
 
 Intervals are over the design's units (warm starts where there are several, else seeds;
-:mod:`gradcomp.lossy.nested`) and drawn only where there are at least
+:mod:`gradcomp.statistics.nested`) and drawn only where there are at least
 :data:`MIN_REPLICATES` units; a configuration with fewer (the descriptive variants, run on
 the first warm start only) shows its units' own values instead. Names are readers' names
-(:mod:`gradcomp.names`), panels and widths as in :mod:`gradcomp.lossy.facets`.
+(:mod:`gradcomp.names`), panels and widths as in :mod:`gradcomp.plotting.facets`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from gradcomp import plots
-from gradcomp.lossy import facets
-from gradcomp.lossy.figures import config_order, finish
-from gradcomp.lossy.matched_bits import lower_hull, pareto_front
-from gradcomp.lossy.nested import nested_test, unit_values
-from gradcomp.lossy.styles import (
+from gradcomp.lossy.paper_y_tables import one_round_data
+from gradcomp.plotting import common as plots
+from gradcomp.plotting import facets
+from gradcomp.plotting.palette import GREYS, MARKERS, SERIES
+from gradcomp.plotting.paper_y import config_order, finish
+from gradcomp.plotting.styles import (
     GUIDE,
     curve_name,
     is_reference,
@@ -35,8 +35,8 @@ from gradcomp.lossy.styles import (
     shade,
     variant_styles,
 )
-from gradcomp.lossy.tables import one_round_data
-from gradcomp.palette import GREYS, MARKERS, SERIES
+from gradcomp.statistics.matched_bits import lower_hull, pareto_front
+from gradcomp.statistics.nested import nested_test, unit_values
 
 __all__ = [
     "MIN_REPLICATES",
@@ -78,7 +78,7 @@ class Point:
 def _points(data: pd.DataFrame, metric: str) -> dict[tuple[str, int, int], Point]:
     """(compressor, rate, M) -> :class:`Point` of ``metric`` (rounds of a trajectory averaged
     first)."""
-    from gradcomp.lossy.paired import seed_means
+    from gradcomp.statistics.paired import seed_means
 
     per_seed = seed_means(data, ["bits_per_entry", metric])
     out = {}
@@ -190,7 +190,7 @@ def figure_y6(
     sets it apart and the bits per entry it spends: left, its test loss minus the uncompressed
     aggregate's (mean and 95% interval over the design's units, or the runs' own values when
     fewer than :data:`MIN_REPLICATES`); right, the verdict of every primary question about
-    it, read from ``verdicts`` (the verdict table, :func:`gradcomp.lossy.verdicts.
+    it, read from ``verdicts`` (the verdict table, :func:`gradcomp.statistics.verdicts.
     table_verdicts`' TSV, or its frame) as it is: a column per reference, a mark per verdict
     (:data:`VERDICT_MARKS`). ``kept_sets``: compressor -> kept set. The height grows with
     the number of variants, the width does not."""
@@ -279,7 +279,7 @@ def _y6_groups(points, quantizers, curves, kept_sets):
 
 def _row_label(key: tuple[str, int, int], specs, several_M: bool = False) -> str:
     """What sets variant ``key`` apart within its group: its M and rate (levels, target bits,
-    rank), from its readers' name less its curve's (:func:`gradcomp.lossy.styles.curve_name`);
+    rank), from its readers' name less its curve's (:func:`gradcomp.plotting.styles.curve_name`);
     ``several_M``: M named even where the kind's name leaves it out.
 
     >>> specs = {"g/R1_M2": {"quantizer": "lloyd", "family": "gennorm", "topk": 0.452}}
@@ -353,7 +353,7 @@ def _verdict_grid(ax, table, columns, row, margin, bits) -> None:
 
 # ---- Y7 ----------------------------------------------------------------------------------
 
-#: Y7's figures, one question each (:data:`gradcomp.figure_catalogue.FIGURES`): (file
+#: Y7's figures, one question each (:data:`gradcomp.plotting.catalogue.FIGURES`): (file
 #: suffix, what its panels hold).
 Y7_PARTS = (
     ("a", "the quantizers on the baseline's kept set"),
@@ -631,7 +631,7 @@ class _Y7:
 
     def draw(self, ax, s: Series, lw: float = 1.6, bars: bool = True) -> list[Point]:
         """``s``'s configurations: the line joins, in order of bits, those no other of the
-        line beats in both bits and mean (:func:`gradcomp.lossy.matched_bits.pareto_front`,
+        line beats in both bits and mean (:func:`gradcomp.statistics.matched_bits.pareto_front`,
         T5's curve); the beaten ones are hollow, off the line. An interval where there are
         enough units, else each run's value (crosses)."""
         on = pareto_front([float(np.log2(p.bits)) for p in s.points], [p.mean for p in s.points])

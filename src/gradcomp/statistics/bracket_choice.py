@@ -1,13 +1,13 @@
 """Which reading of the reference its own points support, and a test's two ends against it.
 
-:func:`gradcomp.lossy.matched_bits.bracket_at` gives the readings of the reference curve at
+:func:`gradcomp.statistics.matched_bits.bracket_at` gives the readings of the reference curve at
 a test configuration's bits that each shape allows. The ``convex`` one (the chord and the
 neighbouring secants, mixed; the same pair on a concave curve) is the narrowest, but holds
 only where the curve bends one way over the four points it uses; on an S it misses the
 curve while claiming almost no width. So the bend is **measured**, not assumed: each second
 difference of those points (the change of slope from one step to the next, a linear
 contrast of the reference's losses) goes through the design's units
-(:func:`gradcomp.lossy.nested.nested_test`), and a sign counts as shown where its one-sided
+(:func:`gradcomp.statistics.nested.nested_test`), and a sign counts as shown where its one-sided
 limit at :data:`BEND_LEVEL` (the interval's own 97.5%) keeps it. Every second difference
 shown positive: ``convex``; every one negative: ``concave`` (a straight reference, whose
 second differences are 0 to rounding, is both); otherwise, or with none, the reading that
@@ -20,7 +20,7 @@ its own points.
 
 The ends: the test's value minus the highest and minus the lowest of the reading's
 combinations, picked by their means (the reading's own order is the curve's, which the
-data shows); :func:`gradcomp.lossy.nested.bounded_test` charges the width between them.
+data shows); :func:`gradcomp.statistics.nested.bounded_test` charges the width between them.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.stats
 
-from gradcomp.lossy.matched_bits import Bracket, combine
-from gradcomp.lossy.nested import nested_test
+from gradcomp.statistics.matched_bits import Bracket, combine
+from gradcomp.statistics.nested import nested_test
 
 __all__ = ["BEND_LEVEL", "bend_shown", "choose", "difference_ends"]
 

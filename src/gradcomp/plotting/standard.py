@@ -3,8 +3,8 @@ reader sees it, whether every series is in a legend, how much of it is data, sym
 replicates behind its bands, identifiers or machine paths in its text) read from the
 matplotlib figure itself, and the limits (:data:`STANDARD`) it is held to.
 
-:func:`gradcomp.plots.save_figure` calls :func:`measure` at save time and stores the row in
-the PNG (:func:`read_png_row`); the workflow's manifest (:mod:`gradcomp.figure_catalogue`)
+:func:`~gradcomp.plotting.common.save_figure` calls :func:`measure` at save time and stores the row
+in the PNG (:func:`read_png_row`); the workflow's manifest (:mod:`gradcomp.plotting.catalogue`)
 reads every figure's row back. A series (a line of two or more points or with markers, a
 scatter, a filled band, a bar) counts as labelled when its colour (RGB, alpha ignored) is
 among the colours of the figure's legend handles; a reference line that needs no legend
@@ -300,11 +300,13 @@ def violations(row: Mapping[str, Any]) -> list[str]:
 
 
 def read_png_row(path: str | Path) -> dict[str, Any]:
-    """The row :func:`gradcomp.plots.save_figure` stored in the PNG at ``path``."""
+    """The row :func:`gradcomp.plotting.common.save_figure` stored in the PNG at ``path``."""
     from PIL import Image
 
     with Image.open(path) as image:
         text = getattr(image, "text", None) or image.info
         if PNG_KEY not in text:
-            raise KeyError(f"{path}: no {PNG_KEY} (not saved by gradcomp.plots.save_figure)")
+            raise KeyError(
+                f"{path}: no {PNG_KEY} (not saved by gradcomp.plotting.common.save_figure)"
+            )
         return json.loads(text[PNG_KEY])
