@@ -1,16 +1,19 @@
-"""The README's commands work after its first command alone (``pip install -e .``, no extras).
+"""The README's commands work after its first command alone (``pip install -e ".[workflow]"``),
+with the versions of ``constraints.txt``, and CI runs the README's test command.
 
-The distributions that ``pip install -e .`` brings in are the closure of ``pyproject.toml``'s
-``[project] dependencies`` under their own ``Requires-Dist`` (environment markers evaluated,
-extras only where a requirement names them), read with ``importlib.metadata`` from the
-installed environment. The checks run in subprocesses that see site-packages as a fresh core
-install would: a ``sitecustomize`` on ``PYTHONPATH`` replaces the path finder by one blind to
-the top-level modules that other distributions installed there (``find_spec`` answers None),
-and hides them from ``pkgutil.iter_modules`` (Snakemake's plugin discovery), in every Python
-process those subprocesses start. Every import statement of the library and the workflow
-(lazy and ``try``-guarded ones too: the core install promises them) must then work, and a
+The distributions that the first command brings in are the closure of ``pyproject.toml``'s
+``[project] dependencies`` and its ``workflow`` extra under their own ``Requires-Dist``
+(environment markers evaluated, extras only where a requirement names them), read with
+``importlib.metadata`` from the installed environment. The checks run in subprocesses that
+see site-packages as that install would: a ``sitecustomize`` on ``PYTHONPATH`` replaces the
+path finder by one blind to the top-level modules that other distributions installed there
+(``find_spec`` answers None), and hides them from ``pkgutil.iter_modules`` (Snakemake's plugin
+discovery), in every Python process those subprocesses start. Every import statement of the
+library and the workflow (lazy and ``try``-guarded ones too: that install promises them) must
+then work, and a
 tiny workflow must run and render its ``--report``. The commands that install an extra
-themselves (the test and SLURM commands) are not covered.
+themselves (the test and SLURM commands) are not covered. That the library needs none of the
+workflow extra: tests/test_light_install.py.
 """
 
 from __future__ import annotations
@@ -73,21 +76,34 @@ pkgutil.iter_modules = _iter_core_modules
 '''
 
 
+#: the extra that the README's first command installs
+EXTRA = "workflow"
+
+
 def core_requirements() -> list[Requirement]:
-    """``[project] dependencies`` of this checkout's pyproject.toml (on Python 3.10, without
-    tomllib: the installed gradcomp's requirements outside any extra)."""
+    """``[project] dependencies`` of this checkout's pyproject.toml and its :data:`EXTRA` (on
+    Python 3.10, without tomllib: the installed gradcomp's requirements outside any other
+    extra, their ``extra`` marker dropped)."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
         reqs = [Requirement(r) for r in md.requires("gradcomp") or []]
-        return [r for r in reqs if not (r.marker and "extra" in str(r.marker))]
+        out = []
+        for r in reqs:
+            if r.marker and "extra" in str(r.marker):
+                if not r.marker.evaluate({"extra": EXTRA}):
+                    continue
+                r.marker = None
+            out.append(r)
+        return out
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    return [Requirement(r) for r in project["dependencies"]]
+    extra = project["optional-dependencies"][EXTRA]
+    return [Requirement(r) for r in [*project["dependencies"], *extra]]
 
 
 def core_closure() -> set[str]:
-    """Canonical names of the distributions ``pip install -e .`` installs (gradcomp's own
-    requirements and, recursively, theirs)."""
+    """Canonical names of the distributions ``pip install -e ".[workflow]"`` installs
+    (gradcomp's own requirements and, recursively, theirs)."""
     seen: set[tuple[str, frozenset[str]]] = set()
     todo = [(r, frozenset()) for r in core_requirements() if not r.marker or r.marker.evaluate()]
     names: set[str] = set()
@@ -158,7 +174,7 @@ def snakemake_import_statements(path: Path) -> list[str]:
 
 
 def test_blocker_hides_modules_outside_the_core_install(core_env):
-    # the test extra's pytest and hypothesis are installed here, but not by `pip install -e .`
+    # the test extra's pytest and hypothesis are installed here, not by the README's first command
     proc = subprocess.run(
         [sys.executable, "-c", "import hypothesis"], env=core_env, capture_output=True, text=True
     )
@@ -214,3 +230,37 @@ def test_conda_env_lists_the_core_requirements():
     assert sorted(str(Requirement(r)) for r in pip[0]) == sorted(
         str(r) for r in core_requirements()
     )
+
+
+def readme_commands() -> list[str]:
+    """The README's shell commands (its ``bash`` blocks, continuation lines joined)."""
+    blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    return [c.strip() for b in blocks for c in b.replace("\\\n", " ").splitlines() if c.strip()]
+
+
+def test_readme_installs_the_workflow_extra_with_the_constraints():
+    """Every install of the README and of .ci/run takes constraints.txt's versions, the first
+    command installs the workflow extra, and CI's last line is the README's test command (its
+    install is CI's one install, with the SLURM extra)."""
+    commands = readme_commands()
+    assert f'pip install -c constraints.txt -e ".[{EXTRA}]"' in commands[0]
+    ci = (REPO / ".ci/run").read_text()
+    installs = [c for c in [*commands, *ci.splitlines()] if "pip install" in c]
+    assert all("-c constraints.txt" in c for c in installs), installs
+    assert sum("pip install" in line for line in ci.splitlines()) == 1
+    test = [c for c in commands if "-n 2 --dist loadfile" in c]
+    assert len(test) == 1
+    assert ci.rstrip().splitlines()[-1] == test[0].split(" && ")[-1]
+
+
+def test_constraints_pin_the_installed_closure():
+    """constraints.txt pins every distribution of the README's first install, at the version
+    installed here (scripts/freeze_constraints.py writes it from the venv the study ran in)."""
+    pins = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version
+    for name in sorted(core_closure()):
+        assert name in pins, f"{name} is installed by the README but not in constraints.txt"
+        assert pins[name] == md.version(name), f"{name}: {md.version(name)} installed"

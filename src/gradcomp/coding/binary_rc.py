@@ -3,7 +3,8 @@ binary arithmetic (range) coder, the logistic ``stretch`` / ``squash`` pair on 1
 probabilities, adaptive probability counters and a logistic mixer.
 
 Everything is integer arithmetic (int64 in numba, no floating point anywhere in a model or
-the coder), so a stream decodes to the same symbols on any CPU, numpy or numba build.
+the coder), so a stream decodes to the same symbols on any CPU, numpy or numba build; without
+numba (the workflow extra's) the same functions run as plain Python: the same bytes, slower.
 
 Units:
 
@@ -21,15 +22,30 @@ decoder reads 0xFF past the end of the stream, which stays inside the final inte
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+
+def _plain(fn):
+    return fn
+
 
 try:
     import numba
-except ImportError as exc:  # a hard dependency: say so instead of falling back silently
-    raise ImportError(
-        "gradcomp.coding.binary_rc needs numba (a dependency in pyproject.toml); "
-        f"install it with `pip install numba` ({exc})"
-    ) from exc
+except ImportError:  # the workflow extra's: without it the same integer code runs in Python
+    warnings.warn(
+        "numba is not installed: gradcomp's adaptive and context-mixing coders run as plain "
+        "Python (the same streams, far slower); pip install 'gradcomp[workflow]' or numba",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    njit = inline = _plain
+else:
+    njit = numba.njit(cache=True, nogil=True)
+    # inlined into its caller by numba: a call between compiled functions that passes 13
+    # arrays measured ~170 ns (argument handling and reference counts), an inlined one ~12 ns
+    inline = numba.njit(inline="always")
 
 __all__ = [
     "LIMIT", "MASK32", "counter_learn", "counter_rates", "inline", "njit", "rc_bytes",
@@ -37,10 +53,6 @@ __all__ = [
     "squash_table", "stretch_table",
 ]  # fmt: skip
 
-njit = numba.njit(cache=True, nogil=True)
-# inlined into its caller by numba: a call between compiled functions that passes 13
-# arrays measured ~170 ns (argument handling and reference counts), an inlined one ~12 ns
-inline = numba.njit(inline="always")
 MASK32 = 0xFFFFFFFF
 LIMIT = 127  # largest count of an adaptive counter: its rate stays >= 1/(LIMIT + 1.5)
 

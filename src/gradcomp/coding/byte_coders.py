@@ -10,10 +10,9 @@ from __future__ import annotations
 import bz2
 import lzma
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-import brotli
 import numpy as np
 import torch
 
@@ -21,9 +20,10 @@ from gradcomp.coding.base import Bitstream, Bound, Coder, TensorSymbols
 from gradcomp.coding.counts import SymbolCounts
 from gradcomp.coding.general_purpose import (
     LZMA_PRESET,
+    METHODS,
     ZSTD_LEVEL,
+    brotli_decompress,
     brotli_max,
-    general_purpose_bits,
     lzma_raw,
     lzma_raw_decompress,
 )
@@ -88,19 +88,19 @@ class Fp8Coder(Coder):
         return from_fp8(cast(bytes, stream.payload[0]), grid, stream.shape)
 
 
-_METHODS = {
+_METHODS: dict[str, tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {
     "zlib": (lambda b: zlib.compress(b, 9), zlib.decompress),
     "bz2": (lambda b: bz2.compress(b, 9), bz2.decompress),
     "lzma": (lambda b: lzma.compress(b, preset=LZMA_PRESET), lzma.decompress),
     "lzma_raw": (lzma_raw, lzma_raw_decompress),
-    "brotli": (brotli_max, brotli.decompress),
+    "brotli": (brotli_max, brotli_decompress),
 }
 if zstandard is not None:
     _METHODS["zstd"] = (
         lambda b: zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(b),
         lambda b: zstandard.ZstdDecompressor().decompress(b),
     )
-assert set(_METHODS) == set(general_purpose_bits(b"")), "levels defined in one place"
+assert set(_METHODS) == set(METHODS), "levels defined in one place"
 
 
 class BytesCoder(Coder):
@@ -116,7 +116,8 @@ class BytesCoder(Coder):
         return Bitstream(side=(), payload=(_METHODS[self.method][0](_bytes_of(x)),), shape=x.shape)
 
     def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
-        return from_fp8(_METHODS[self.method][1](stream.payload[0]), grid, stream.shape)
+        data = _METHODS[self.method][1](cast(bytes, stream.payload[0]))
+        return from_fp8(data, grid, stream.shape)
 
 
 class Lz78Size(Bound):

@@ -6,8 +6,7 @@ from __future__ import annotations
 import bz2
 import lzma
 import zlib
-
-import brotli
+from types import ModuleType
 
 try:  # optional: only used for the zstd entry of general_purpose_bits
     import zstandard
@@ -15,8 +14,12 @@ except ImportError:  # pragma: no cover - depends on the environment
     zstandard = None  # type: ignore[assignment]  # optional module: None when absent
 
 __all__ = [
-    "LZMA_RAW_FILTERS", "brotli_max", "general_purpose_bits", "lzma_raw", "lzma_raw_decompress",
+    "LZMA_RAW_FILTERS", "METHODS", "brotli_decompress", "brotli_max", "general_purpose_bits",
+    "lzma_raw", "lzma_raw_decompress",
 ]  # fmt: skip
+
+#: the compressors of :func:`general_purpose_bits`, in its order (zstd where it is installed)
+METHODS = ("zlib", "bz2", "lzma", "lzma_raw", "brotli") + (("zstd",) if zstandard else ())
 
 ZLIB_LEVEL, BZ2_LEVEL, LZMA_PRESET, ZSTD_LEVEL = 9, 9, 6, 19
 BROTLI_QUALITY, BROTLI_LGWIN = 11, 24
@@ -37,8 +40,24 @@ def lzma_raw_decompress(data: bytes) -> bytes:
     return lzma.decompress(data, format=lzma.FORMAT_RAW, filters=LZMA_RAW_FILTERS)
 
 
+def _brotli() -> ModuleType:
+    """brotli, a reference coder's module: imported on first use, from the workflow extra."""
+    try:
+        import brotli
+    except ImportError as exc:
+        raise ImportError(
+            "the brotli reference coder needs brotli, in gradcomp's workflow extra: "
+            f"pip install 'gradcomp[workflow]' ({exc})"
+        ) from exc
+    return brotli
+
+
 def brotli_max(data: bytes) -> bytes:
-    return brotli.compress(data, quality=BROTLI_QUALITY, lgwin=BROTLI_LGWIN)
+    return _brotli().compress(data, quality=BROTLI_QUALITY, lgwin=BROTLI_LGWIN)
+
+
+def brotli_decompress(data: bytes) -> bytes:
+    return _brotli().decompress(data)
 
 
 def general_purpose_bits(data: bytes) -> dict[str, int]:

@@ -28,7 +28,7 @@ from gradcomp.coding.byte_coders import BytesCoder, Fp8Coder, Lz78Size, Shuffled
 from gradcomp.coding.cm import CMCoder
 from gradcomp.coding.cm_fast import CMFastCoder
 from gradcomp.coding.context import ContextCoder
-from gradcomp.coding.general_purpose import general_purpose_bits
+from gradcomp.coding.general_purpose import METHODS
 from gradcomp.coding.gennorm_channel import GenNormChannelCoder
 from gradcomp.coding.iid_coders import AnsModelCoder, HuffmanEmpiricalCoder, HuffmanModelCoder
 from gradcomp.coding.zpaq import ZpaqSize
@@ -91,7 +91,7 @@ def builtin_specs(families: Sequence[str] = ("gennorm", "norm", "laplace")) -> d
     specs = [
         _spec(Fp8Coder),
         _spec(Lz78Size),
-        *[_spec(BytesCoder, method=m) for m in general_purpose_bits(b"")],
+        *[_spec(BytesCoder, method=m) for m in METHODS],
         _spec(ShuffledLzmaSize),
         _spec(ZpaqSize),
         *[_spec(HuffmanModelCoder, family=f) for f in families],

@@ -136,5 +136,7 @@ class StochasticLevels(ValueQuantizer):
         if not isinstance(q, BucketedValues):
             return super().decode(q, indices)
         idx = q.indices if indices is None else indices
+        if idx is None or q.scales is None:
+            raise ValueError("bucketed levels decode from their level indices and scales")
         scales = torch.from_numpy(q.scales).to(idx.device).repeat_interleave(q.bucket_size)
         return scales[: q.n] * (idx.to(torch.float64) - self.s) / self.s

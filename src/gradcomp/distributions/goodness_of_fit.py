@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from gradcomp.distributions.checks import check_gradient
 from gradcomp.distributions.fitting import FittedDistribution
+
+if TYPE_CHECKING:  # pandas is in the workflow extra: imported where a table is built
+    import pandas as pd
 
 __all__ = [
     "TAIL_LEVELS",
@@ -118,6 +120,8 @@ def tail_probabilities(
         ``empirical``, ``model``, ``abs_log10_error`` = ``|log10(model / empirical)|``
         (NaN where no entry exceeds ``t``).
     """
+    import pandas as pd
+
     a = check_gradient(x)
     lv = np.asarray(list(levels), dtype=np.float64)
     mag = np.abs(a)

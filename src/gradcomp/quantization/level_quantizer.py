@@ -41,13 +41,13 @@ def nearest_index(thresholds, x):
             on = t[idx.clamp(max=t.numel() - 1)] == v
             idx = idx + ((v < 0) & on & (idx < t.numel())).to(idx.dtype)
         return idx
-    t = np.asarray(thresholds, dtype=np.float64)
-    v = np.asarray(x, dtype=np.float64)
-    idx = np.searchsorted(t, v, side="left").astype(np.int64)
-    if t.size:
-        on = t[np.minimum(idx, t.size - 1)] == v
-        idx += (v < 0) & on & (idx < t.size)
-    return idx
+    th = np.asarray(thresholds, dtype=np.float64)
+    vals = np.asarray(x, dtype=np.float64)
+    cells = np.searchsorted(th, vals, side="left").astype(np.int64)
+    if th.size:
+        on_th = th[np.minimum(cells, th.size - 1)] == vals
+        cells += (vals < 0) & on_th & (cells < th.size)
+    return cells
 
 
 @dataclass(frozen=True)

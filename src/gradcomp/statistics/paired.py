@@ -133,9 +133,10 @@ def pick_baseline(
     top-K 10% quantizer is paired with the baseline at top-K 10%."""
     curves = dict(curves or {})
     base_curve = curves.get(baseline, baseline)
+    sets: Mapping[str, str] = kept_sets or {}  # kept() is called only with kept sets
 
     def kept(name, rate, M):
-        return kept_sets[variant_label(name, int(rate), int(M))]
+        return sets[variant_label(name, int(rate), int(M))]
 
     if kept_sets is None:
         base = variants[variants["compressor"] == baseline]
