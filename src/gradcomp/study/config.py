@@ -4,6 +4,12 @@ The schema (``workflow/schemas/config.schema.yaml``) gives every key a type,
 a range and a description, and defaults that are filled in here. All errors
 are collected and reported at once, before any job starts, as
 ``config key 'lossless.epochs': -1 is less than the minimum of 1``.
+
+The lists the code defines (compressor kinds, fit families, memory modes, dump kinds...)
+are not copied into the schema: where it says ``enum_from: <name>``, :func:`load_schema`
+puts the code's list (:func:`code_lists`), and a compressor entry takes every option of the
+registered kinds (:func:`~gradcomp.compression.checked_spec.option_keys`), so that a kind
+registered later validates without the schema changing.
 """
 
 from __future__ import annotations
@@ -14,9 +20,24 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, validators
 
+from gradcomp.compression.checked_spec import SPARSIFIERS, option_keys
+from gradcomp.compression.lloyd_quantizer import FIT_TO
+from gradcomp.compression.memory import MEMORY_MODES
+from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
+from gradcomp.distributions import FAMILIES
 from gradcomp.errors import ConfigError, did_you_mean
+from gradcomp.lossless.code_lossless import ACCOUNTINGS
+from gradcomp.lossless.dumps import DUMP_KINDS
+from gradcomp.quantization.grids import GRIDS, SCALINGS
 
-__all__ = ["ConfigError", "DefaultFillingValidator", "key_path", "validate_config"]
+__all__ = [
+    "ConfigError",
+    "DefaultFillingValidator",
+    "code_lists",
+    "key_path",
+    "load_schema",
+    "validate_config",
+]
 
 
 def _with_defaults(validator_class):
@@ -75,14 +96,68 @@ def _coerce_strings(config: dict[str, Any], validator) -> None:
             changed = True
 
 
+def code_lists() -> dict[str, list[Any]]:
+    """The lists a schema's ``enum_from`` names, read from the code when asked (so a kind
+    registered after import is among them)."""
+    return {
+        "quantizer_kinds": list(QUANTIZERS),
+        "compressor_kinds": list(COMPRESSORS),
+        "families": list(FAMILIES),
+        "lloyd_fits": list(FIT_TO),
+        "sparsifiers": list(SPARSIFIERS),
+        "memory_modes": list(MEMORY_MODES),
+        "dump_kinds": list(DUMP_KINDS),
+        "accountings": list(ACCOUNTINGS),
+        "scalings": list(SCALINGS),
+        # the fixed grids a name selects (uniform's takes bits and a range)
+        "grids": [g for g in GRIDS if g != "uniform"],
+    }
+
+
+def _fill_enums(node: Any, lists: dict[str, list[Any]]) -> None:
+    """Replace every ``enum_from: <name>`` of ``node`` (at any depth) by ``enum: <list>``."""
+    if isinstance(node, dict):
+        if "enum_from" in node:
+            node["enum"] = lists[node.pop("enum_from")]
+        for sub in node.values():
+            _fill_enums(sub, lists)
+    elif isinstance(node, list):
+        for sub in node:
+            _fill_enums(sub, lists)
+
+
+def _option_property(key: str) -> dict[str, Any]:
+    """A kind's option that the schema does not describe: typed by its default (untyped
+    when the default is None), described by the kinds that take it."""
+    kinds = [c for c in (*QUANTIZERS.values(), *COMPRESSORS.values())
+             if key in getattr(c, "options", {})]  # fmt: skip
+    default = kinds[0].options[key]
+    types = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    out: dict[str, Any] = {"description": f"an option of {', '.join(c.kind for c in kinds)}"}
+    if type(default) in types:
+        out["type"] = types[type(default)]
+    return out
+
+
+def load_schema(schema_path: str | Path) -> dict[str, Any]:
+    """The schema of ``schema_path`` with the code's lists put in (:func:`code_lists`) and
+    every registered kind's option a key of a compressor entry."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    _fill_enums(schema, code_lists())
+    entry = schema.get("definitions", {}).get("compressor_entry", {}).get("properties")
+    if entry is not None:
+        for key in option_keys():
+            entry.setdefault(key, _option_property(key))
+    return schema
+
+
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     """Validate ``config`` in place (filling defaults) and return it; raise :class:`ConfigError`.
 
     Strings that the schema wants as numbers or booleans are converted first
     (see :func:`_coerce_strings`).
     """
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    validator = DefaultFillingValidator(schema)
+    validator = DefaultFillingValidator(load_schema(schema_path))
     _coerce_strings(config, validator)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
