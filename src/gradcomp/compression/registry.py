@@ -8,6 +8,8 @@ building and the config schema take it from here."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from gradcomp.compression.count_sketch import CountSketch
 from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
@@ -51,7 +53,7 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
 
 #: Self-contained compressor kinds, a spec's ``compressor`` (built by ``cls.from_spec(spec)``;
 #: keys in ``cls.spec_keys``).
-COMPRESSORS = {cls.kind: cls for cls in (PowerSGD, CountSketch)}
+COMPRESSORS: dict[str, type[Any]] = {cls.kind: cls for cls in (PowerSGD, CountSketch)}
 
 
 def register(cls: type) -> type:

@@ -129,8 +129,8 @@ def _fill_enums(node: Any, lists: dict[str, list[Any]]) -> None:
 def _option_property(key: str) -> dict[str, Any]:
     """A kind's option that the schema does not describe: typed by its default (untyped
     when the default is None), described by the kinds that take it."""
-    kinds = [c for c in (*QUANTIZERS.values(), *COMPRESSORS.values())
-             if key in getattr(c, "options", {})]  # fmt: skip
+    kinds: list[Any] = [c for c in (*QUANTIZERS.values(), *COMPRESSORS.values())
+                        if key in getattr(c, "options", {})]  # fmt: skip
     default = kinds[0].options[key]
     types = {bool: "boolean", int: "integer", float: "number", str: "string"}
     out: dict[str, Any] = {"description": f"an option of {', '.join(c.kind for c in kinds)}"}
