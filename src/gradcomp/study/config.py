@@ -1,8 +1,10 @@
 """Config validation against the workflow's JSON schema, with messages that name the key.
 
 The schema (``workflow/schemas/config.schema.yaml``) gives every key a type,
-a range and a description, and defaults that are filled in here. All errors
-are collected and reported at once, before any job starts, as
+a range and a description. A key left out is filled in from the defaults file the schema
+names (its ``defaults_file``, ``config/config.yaml``), and from the schema's own defaults
+where that file cannot hold one (inside list items, in sections it leaves out): each default
+has one home. All errors are collected and reported at once, before any job starts, as
 ``config key 'lossless.epochs': -1 is less than the minimum of 1``.
 
 The lists the code defines (compressor kinds, fit families, memory modes, dump kinds...)
@@ -14,6 +16,7 @@ registered later validates without the schema changing.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ __all__ = [
     "ConfigError",
     "DefaultFillingValidator",
     "code_lists",
+    "fill_defaults",
     "key_path",
     "load_schema",
     "validate_config",
@@ -151,12 +155,43 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
     return schema
 
 
+def _fill_from(config: dict[str, Any], defaults: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Keys of ``defaults`` that ``config`` leaves out, put in (in place, in the schema's
+    order), descending into the sections whose keys the schema fixes (``properties``); a
+    free mapping (models, rules) or a list is taken whole or not at all, as a schema default
+    would be."""
+    for key, sub in schema.get("properties", {}).items():
+        if key not in defaults:
+            continue
+        value = defaults[key]
+        if isinstance(value, dict) and "properties" in sub:
+            node = config.setdefault(key, {})
+            if isinstance(node, dict):
+                _fill_from(node, value, sub)
+        elif key not in config:
+            config[key] = copy.deepcopy(value)
+
+
+def fill_defaults(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
+    """``config`` with the keys it leaves out filled in (in place) from the schema's
+    ``defaults_file`` (relative to the schema); the schema's own defaults come with the
+    validation (:func:`validate_config`)."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    name = schema.get("defaults_file")
+    if name is not None:
+        defaults = yaml.safe_load((Path(schema_path).parent / name).read_text()) or {}
+        _fill_from(config, defaults, schema)
+    return config
+
+
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
-    """Validate ``config`` in place (filling defaults) and return it; raise :class:`ConfigError`.
+    """Validate ``config`` in place (filling defaults: :func:`fill_defaults`, then the
+    schema's own) and return it; raise :class:`ConfigError`.
 
     Strings that the schema wants as numbers or booleans are converted first
     (see :func:`_coerce_strings`).
     """
+    fill_defaults(config, schema_path)
     validator = DefaultFillingValidator(load_schema(schema_path))
     _coerce_strings(config, validator)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
