@@ -20,7 +20,9 @@ brotli), :mod:`~gradcomp.coding.elias` (Elias-gamma) with its compiled loops
 :mod:`~gradcomp.coding.bit_kernels` (bit packing, gamma reading),
 :mod:`~gradcomp.coding.adaptive_index` (an adaptive binary arithmetic code of level indices,
 the entropy-constrained design's below 1.5 bits); :mod:`~gradcomp.coding.pmf` holds the
-symbol pmfs and their entropies."""
+symbol pmfs and their entropies. :mod:`~gradcomp.coding.fields` writes and reads the fields of
+the uplink's byte format (below the compressor kinds, which write their side information with
+it, and :mod:`gradcomp.wire`)."""
 
 from gradcomp.coding.ans import ans_bits, ans_decode, ans_encode
 from gradcomp.coding.general_purpose import general_purpose_bits

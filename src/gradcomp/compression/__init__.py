@@ -6,11 +6,10 @@ finite float tensors), :mod:`~gradcomp.compression.rates` (uplink bits by part),
 (which entries are sent), :mod:`~gradcomp.compression.value_quantizers` (the sent values:
 interface and simple kinds; one module per model-based kind, :mod:`~.registry` maps names to
 classes), :mod:`~gradcomp.compression.update_compression` (a whole update
-through one compressor: ``compress`` / ``decompress`` / ``rate``) and
+through one compressor: ``compress`` / ``decompress`` / ``rate``) on
+:mod:`~gradcomp.compression.tensor_compression` (one tensor of it) and
 :mod:`~gradcomp.compression.specs` (checking compressors' plain-dict specs),
 :mod:`~gradcomp.compression.build` (building them),
-:mod:`~gradcomp.compression.users` (every user's compressor of a run, seeded apart, and the
-server's receivers),
 :mod:`~gradcomp.compression.entries` (config entries expanded into variants) and
 :mod:`~gradcomp.compression.protocol` (the interface a user's compressor implements).
 
@@ -21,8 +20,8 @@ reference), :mod:`~gradcomp.compression.gaussian_channel` (the rate-distortion r
 quantization), :mod:`~gradcomp.compression.ecsq_quantizer` (entropy-constrained, for the coded
 bits) with :mod:`~gradcomp.compression.ecsq_data_quantizer` (its design on the data) and
 :mod:`~gradcomp.compression.count_sketch` (on the hashes of
-:mod:`~gradcomp.compression.sketch_hash`; FetchSGD's protocol, users sketch and the server sums, in
-:mod:`~gradcomp.compression.fetchsgd`).
+:mod:`~gradcomp.compression.sketch_hash`, measured by :mod:`~gradcomp.compression.sketch_probe`;
+FetchSGD's protocol, users sketch and the server sums, in :mod:`~gradcomp.compression.fetchsgd`).
 
 The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
 :mod:`~gradcomp.compression.terngrad` (both on
@@ -31,13 +30,12 @@ The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
 :mod:`~gradcomp.compression.powersgd` (a whole-update compressor); a user's own class goes
 through :mod:`~gradcomp.compression.user_compressors`.
 
-The uplink's byte format (every compressor's payload as bytes a receiver decodes alone):
-:mod:`~gradcomp.compression.wire` (the API: :class:`~gradcomp.compression.wire.UpdateLayout`,
-``encode_update``, ``make_receiver``), on :mod:`~gradcomp.compression.wire_fields` (the
-fields and their errors) and :mod:`~gradcomp.compression.wire_records` (header and framed
-records), with the layouts of :mod:`~gradcomp.compression.pipeline_wire` (a quantizer
-pipeline) and :mod:`~gradcomp.compression.sketch_wire` (a count sketch; PowerSGD's is in its
-module).
+Floors: the kinds stand on the byte format's fields (:mod:`gradcomp.coding.fields`: each
+value quantizer writes and reads its own side information) and on
+:mod:`~gradcomp.compression.agreed_values` (the facts both ends agree on outside the bytes);
+the uplink's byte format itself (header, records, every kind's layout, the receivers, every
+user's compressor of a run) is the package above them, :mod:`gradcomp.wire`, which this
+package never imports. Each kind's class carries its header code (``wire_code``).
 """
 
 from gradcomp.compression.build import build_compressor, make_quantizer
@@ -67,14 +65,9 @@ from gradcomp.compression.specs import (
     check_spec,
     variant_label,
 )
+from gradcomp.compression.tensor_compression import TensorCompressor, TensorCtx, TensorPayload
 from gradcomp.compression.terngrad import TernGrad
-from gradcomp.compression.update_compression import (
-    Quantize,
-    QuantizerPipeline,
-    TensorCompressor,
-    TensorCtx,
-    TensorPayload,
-)
+from gradcomp.compression.update_compression import Quantize, QuantizerPipeline
 from gradcomp.compression.value_quantizers import (
     Float16,
     PassThrough,
