@@ -1,7 +1,7 @@
 """How well a count sketch recovers a test vector: :func:`sketch_relative_error`, the error of
 a sketch of given size on :func:`probe_vector` (GenNorm, Laplace by default: the law of paper
-L's gradients at its upper shape 1). The config check and the compressor's warning
-(:mod:`~gradcomp.compression.count_sketch`) and ``bench/bench_sketch.py`` measure with it.
+L's gradients at its upper shape 1). The count sketch's config check, its compressor's
+warning and ``bench/bench_sketch.py`` measure with it.
 """
 
 from __future__ import annotations
