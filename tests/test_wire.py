@@ -513,6 +513,17 @@ ASSIGNED = {
 }  # fmt: skip
 
 
+def test_every_compressor_kind_has_a_byte_format_in_the_wire_package() -> None:
+    """Each registered ``compressor`` kind has its encoder and its receiver in
+    gradcomp.wire.update (the kinds do not import the wire: it dispatches to their formats;
+    planted bug: a kind registered without a format)."""
+    from gradcomp.compression.registry import COMPRESSORS
+    from gradcomp.wire.update import ENCODERS, RECEIVERS
+
+    assert sorted(RECEIVERS) == sorted(COMPRESSORS)
+    assert [k for k, cls in COMPRESSORS.items() if cls not in ENCODERS] == []
+
+
 def test_every_kind_has_one_stable_code_and_docs_wire_md_lists_it() -> None:
     """Every registered quantizer and compressor kind's class sets its own header code
     (``wire_code``, not inherited), no two share one, a code once given keeps its kind, and
