@@ -4,7 +4,7 @@ stays bounded.
 Run: ``PYTHONPATH=src .venv/bin/python bench/bench_sketch.py [--rounds 30]``
 
 1. Relative error ``||U(S(x)) - x|| / ||x||`` (sending nothing scores 1.0) on the Laplace test
-   vector of :func:`gradcomp.compression.count_sketch.probe_vector`, for the sketch entries
+   vector of :func:`gradcomp.compression.sketch_probe.probe_vector`, for the sketch entries
    of ``config/paper.yaml`` and ``config/m22.yaml`` at the sizes the cnn gives them (one
    sketch of its tensors over 1,000 entries, or one per tensor), beside the setups they
    replace: k = ceil(0.452 d) inherited from ``lossy.topk`` (paper.yaml's old R = 10 / 25 /
@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from gradcomp.compression.count_sketch import CountSketch, probe_vector, sketch_relative_error
+from gradcomp.compression.count_sketch import CountSketch
+from gradcomp.compression.sketch_probe import probe_vector, sketch_relative_error
 from gradcomp.models import build_model
 
 REPO = Path(__file__).resolve().parents[1]

@@ -40,8 +40,8 @@ import torch
 
 from gradcomp.compression import check_spec
 from gradcomp.compression.lloyd_quantizer import forget_designs
-from gradcomp.compression.users import compressor_factory
-from gradcomp.compression.wire import UpdateLayout, check_same_bits, encode_update, make_receiver
+from gradcomp.wire import UpdateLayout, check_same_bits, encode_update, make_receiver
+from gradcomp.wire.users import compressor_factory
 
 SEED = 0
 SPECS = {

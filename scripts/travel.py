@@ -150,9 +150,9 @@ def rate_reads(compressor: str = "gennorm") -> dict[str, list[str]]:
     import yaml
 
     from gradcomp.compression.specs import CheckedSpec
-    from gradcomp.compression.users import compressor_factory
     from gradcomp.lossy.uplink import send
     from gradcomp.study import load_study
+    from gradcomp.wire.users import compressor_factory
 
     library, found = str(REPO / "src/gradcomp"), {}
 

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from gradcomp.compression.specs import check_spec, user_seed
-from gradcomp.compression.users import compressor_factory
-from gradcomp.compression.wire import UpdateLayout, encode_update
+from gradcomp.wire import UpdateLayout, encode_update
+from gradcomp.wire.users import compressor_factory
 
 SEED, USER, RND = 3, 1, 2
 #: spec -> a wrong value of each of its own keys the receiver must share (rate and M where
@@ -55,8 +55,8 @@ def update(n: int = 4) -> dict[str, torch.Tensor]:
 DECODER = textwrap.dedent(
     """
     import pickle, sys, torch
-    from gradcomp.compression.wire import UpdateLayout, make_receiver
-    from gradcomp.compression.wire_records import AgreedFactError
+    from gradcomp.wire import UpdateLayout, make_receiver
+    from gradcomp.wire.records import AgreedFactError
     out = []
     for spec, items, seed, user, rnd, data, want in pickle.load(sys.stdin.buffer):
         layout = UpdateLayout.from_items(items)
@@ -122,7 +122,7 @@ def test_every_wrong_agreed_fact_is_refused_by_name_in_another_process():
 def test_the_check_values_are_charged_in_the_bytes():
     """The header holds the two 32-bit checks (16 bytes: 12 with format 2's 16-bit checks,
     8 before them), every update's."""
-    from gradcomp.compression.wire import HEADER_BYTES
+    from gradcomp.wire import HEADER_BYTES
 
     spec = check_spec({"quantizer": "uniform", "rate": 2, "topk": 0.3, "min_entries": 10**9})
     c = compressor_factory(spec, SEED)(USER)
@@ -150,7 +150,7 @@ def test_a_compressor_built_without_its_spec_says_how_to_build_it(spec):
 def test_issue54_no_two_users_and_rounds_share_a_facts_check():
     """Issue 54: with 16-bit checks 528 of 100 users x 100 rounds shared a check with
     another; 32-bit checks: none among 100 users x 1000 rounds, for several run seeds."""
-    from gradcomp.compression.wire_records import Agreed
+    from gradcomp.wire.records import Agreed
 
     spec = {"quantizer": "uniform", "rate": 2}
     for seed in (0, 3, 5):
@@ -165,8 +165,8 @@ def test_issue54_no_two_users_and_rounds_share_a_facts_check():
 def test_issue54_the_searched_collision_is_refused():
     """Issue 54: a lloyd ``slip`` receiver at user 76, round 957 (run seed 3) decoded user 1,
     round 0's bytes silently (their 16-bit checks were equal); now refused by name."""
-    from gradcomp.compression.wire import make_receiver
-    from gradcomp.compression.wire_records import AgreedFactError
+    from gradcomp.wire import make_receiver
+    from gradcomp.wire.records import AgreedFactError
 
     spec = {"quantizer": "lloyd", "family": "gennorm", "rate": 2, "slip": True,
             "min_entries": 100}  # fmt: skip

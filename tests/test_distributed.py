@@ -45,10 +45,10 @@ from gradcomp.compression import RATE_FIELDS, RateBreakdown, SpecError
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.sketch_hash import SketchHash
 from gradcomp.compression.specs import user_seed
-from gradcomp.compression.users import compressor_factory
-from gradcomp.compression.wire import UpdateLayout, make_receiver
 from gradcomp.distributed import CompressionHookState, compression_hook
 from gradcomp.lossy.uplink import send
+from gradcomp.wire import UpdateLayout, make_receiver
+from gradcomp.wire.users import compressor_factory
 
 WORLD, STEPS, BATCH, SEED, LR = 2, 3, 4, 5, 0.1
 SMALL = {"min_entries": 100}  # quantize the two weight matrices (216 and 4608 entries)

@@ -94,9 +94,11 @@ def fault_worker(rank: int, init_file: str, out_dir: str, fault: str) -> None:
     state = td.CompressionHookState(spec, model=model, seed=td.SEED, log_every=0)
     ddp.register_comm_hook(state, td.compression_hook)
     compressor = state.compressor
-    if fault == "bad_bytes" and rank == 1:
-        encode = compressor.to_bytes
-        compressor.to_bytes = lambda payload, ctx: encode(payload, ctx)[:-5]
+    if fault == "bad_bytes" and rank == 1:  # this rank's bytes truncated on their way out
+        from gradcomp.distributed import exchange
+
+        encode = exchange.encode_update
+        exchange.encode_update = lambda *args: encode(*args)[:-5]
     if fault == "encode_raises" and rank == 0:
 
         def compress(update):

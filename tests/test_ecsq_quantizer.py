@@ -16,9 +16,9 @@ from gradcomp.compression import build_compressor
 from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.specs import SpecError, check_spec, user_seed
-from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
 from gradcomp.quantization.ecsq import _half_thresholds, cells_of
 from gradcomp.quantization.ecsq_law import MAX_LEVELS, ecsq_for_law
+from gradcomp.wire import UpdateLayout, encode_update, make_receiver
 
 SPEC = {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, "topk": 0.452}
 
@@ -173,8 +173,8 @@ def test_the_receiver_refuses_an_index_beyond_the_levels_the_side_information_ga
     """ecsq's alphabet (2^(R+2) = 8 at R = 1) is larger than the levels a design uses (3
     here): an index in between is refused by the wire reader, naming the field, rather than
     decoded (planted bug: the range checked against the alphabet only)."""
-    from gradcomp.compression.pipeline_wire import _read_indices
-    from gradcomp.compression.wire_fields import FieldReader, FieldWriter, WireFormatError
+    from gradcomp.coding.fields import FieldReader, FieldWriter, WireFormatError
+    from gradcomp.wire.pipeline import _read_indices
 
     w = FieldWriter()
     w.uints(np.array([0, 2, 5]), 3)

@@ -149,6 +149,9 @@ def test_parsing_the_workflow_loads_no_plotting_library() -> None:
 #: Layers that run one way: (importer prefix, imported prefix it must not reach, why).
 LAYERS = [
     ("gradcomp.compression", "gradcomp.lossy", "compressors know no federated training"),
+    ("gradcomp.compression", "gradcomp.wire", "the kinds stand below the byte format: it reads "
+     "their codes and payloads, they write their fields with gradcomp.coding.fields"),
+    ("gradcomp.coding", "gradcomp.compression", "the fields and codes sit below the kinds"),
     ("gradcomp.coding", "gradcomp.lossless", "coders know no study"),
     ("gradcomp.distributed", "gradcomp.lossy", "the DDP hook builds its compressors from the "
      "compression package, not from the federated training loop"),

@@ -49,7 +49,7 @@ with warnings.catch_warnings(record=True) as caught:
     from gradcomp.distributions import fit
     from gradcomp.compression import build_compressor
     from gradcomp.compression.specs import check_spec, user_seed
-    from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
+    from gradcomp.wire import UpdateLayout, encode_update, make_receiver
 assert any("numba is not installed" in str(w.message) for w in caught), caught
 
 law = fit(0.01 * np.random.default_rng(0).laplace(size=5_000), "gennorm")
@@ -95,7 +95,7 @@ def test_library_round_trip_without_the_workflow_extra() -> None:
     # the same updates in this process (numba compiled where the test extra installs it)
     from gradcomp.compression import build_compressor
     from gradcomp.compression.specs import check_spec, user_seed
-    from gradcomp.compression.wire import encode_update
+    from gradcomp.wire import encode_update
 
     update = {"w": torch.randn(20, 30, generator=torch.Generator().manual_seed(1))}
     for spec in SPECS:

@@ -11,15 +11,15 @@ import pytest
 import torch
 from scipy import linalg, stats
 
+from gradcomp.coding.fields import WireFormatError
 from gradcomp.compression import build_compressor, check_spec
 from gradcomp.compression.lloyd_quantizer import LloydQuantizer, forget_designs
-from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
-from gradcomp.compression.wire_fields import WireFormatError
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.lloyd_batch import lloyd_levels_batch
 from gradcomp.quantization.lloyd_newton import newton_levels
 from gradcomp.quantization.symmetric_law import SymmetricLaw
 from gradcomp.quantization.tail_gamma import log_gammaincc
+from gradcomp.wire import UpdateLayout, encode_update, make_receiver
 
 
 def _laws(rng, n, *, truncated):

@@ -12,7 +12,7 @@ from gradcomp.compression.inputs import NonFiniteUpdateError, OutOfRangeUpdateEr
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.specs import MAX_SEED, SpecError, check_spec, user_seed
-from gradcomp.compression.wire import (
+from gradcomp.wire import (
     AgreedValueError,
     PayloadError,
     UpdateLayout,

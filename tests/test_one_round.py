@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from conftest import make_tiny_cifar
-from gradcomp.compression.users import compressor_factory
 from gradcomp.lossy.federated import FederatedSettings
 from gradcomp.lossy.one_round import one_round_study
+from gradcomp.wire.users import compressor_factory
 
 EF = {"quantizer": "scaled_sign", "sparsifier": "none", "error_feedback": True}
 PLAIN = {**EF, "error_feedback": False}

@@ -16,11 +16,10 @@ from gradcomp.compression import SpecError, build_compressor, check_spec
 from gradcomp.compression.count_sketch import (
     CHECK_ENTRIES,
     CountSketch,
-    probe_vector,
-    sketch_relative_error,
 )
 from gradcomp.compression.fetchsgd import FetchSGDServer
 from gradcomp.compression.sketch_hash import SketchHash
+from gradcomp.compression.sketch_probe import probe_vector, sketch_relative_error
 from gradcomp.study.lossy import compressor_variants
 
 REPO = Path(__file__).resolve().parents[1]

@@ -61,10 +61,10 @@ def test_the_rate_tracer_sees_each_kind_of_read_and_no_hand_on() -> None:
     from gradcomp.compression.registry import QUANTIZERS
     from gradcomp.compression.spec_checks import check_rate
     from gradcomp.compression.specs import CheckedSpec
-    from gradcomp.compression.users import compressor_factory
     from gradcomp.lossy.federated import run_federated
     from gradcomp.lossy.federated_stage import federated_stage
     from gradcomp.study import lossy, questions
+    from gradcomp.wire.users import compressor_factory
 
     for entry, kind in (("gennorm", "lloyd"), ("uniform", "uniform")):
         reads = rate_reads(entry)

@@ -86,8 +86,8 @@ def test_docs_example_is_decoded_from_its_bytes_and_without_them_self_reported(u
     length: per tensor a float32 scale and `rate` bits per entry, padded to a byte. The same
     class without the pair runs too, its rows self-reported. Planted bug that fails it: a
     from_bytes that reads one scale for every tensor."""
-    from gradcomp.compression.users import compressor_factory
     from gradcomp.lossy.uplink import send
+    from gradcomp.wire.users import compressor_factory
 
     g = torch.Generator().manual_seed(0)
     update = {"w": torch.randn(7, 5, generator=g), "b": torch.randn(13, generator=g)}

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from conftest import write_batches_tree
-from gradcomp.compression.users import compressor_factory
 from gradcomp.data import load_cifar10, prepare_cifar10
 from gradcomp.lossy.federated import FederatedSettings, Federation, run_federated
 from gradcomp.lossy.warm_start import WarmStartSettings, pretrain, warm_start_stage
 from gradcomp.models import build_model
 from gradcomp.training import evaluate, train_epoch
+from gradcomp.wire.users import compressor_factory
 
 
 def test_pretraining_pool_is_disjoint_and_stratified(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The uplink's byte format (gradcomp.compression.wire): every built-in compressor's payload as
+"""The uplink's byte format (gradcomp.wire): every built-in compressor's payload as
 bytes that a receiver decodes alone, the framing the bits obey, and the errors of bad bytes.
 
 The property test draws a kind (every value quantizer with its options, PowerSGD, count
@@ -25,8 +25,7 @@ from gradcomp.compression import check_spec
 from gradcomp.compression.inputs import OutOfRangeUpdateError
 from gradcomp.compression.lloyd_quantizer import forget_designs
 from gradcomp.compression.sketch_hash import cached_hash
-from gradcomp.compression.users import compressor_factory
-from gradcomp.compression.wire import (
+from gradcomp.wire import (
     HEADER_BYTES,
     RECORD_BYTES,
     UpdateLayout,
@@ -35,6 +34,7 @@ from gradcomp.compression.wire import (
     encode_update,
     make_receiver,
 )
+from gradcomp.wire.users import compressor_factory
 
 SEED = 5
 MIN_ENTRIES = 16
@@ -449,8 +449,8 @@ def test_rows_count_the_bytes_sent_and_a_wrong_decode_stops_the_run():
     """send(): bits_coded is 8 x the bytes (those of a twin compressor of the same seed,
     encoded here), bits_accounted the RateBreakdown total, and a receiver whose decode differs
     in one bit raises DecodeMismatchError naming user, round and tensor."""
-    from gradcomp.compression.wire import DecodeMismatchError
     from gradcomp.lossy.uplink import send
+    from gradcomp.wire import DecodeMismatchError
 
     spec = {"quantizer": "uniform", "rate": 2, "topk": 0.3, "min_entries": 20}
     make = compressor_factory(spec, SEED)
@@ -503,8 +503,8 @@ def test_a_federated_run_decoded_from_bytes_trains_as_the_senders_reconstruction
     )
 
 
-#: The codes given so far: the bytes of a past run decode only if they never change (a new
-#: kind gets a new code; this record grows, it is never edited).
+#: The codes given up to format 3's first kinds: the bytes of a past run decode only if they
+#: never change (a new kind needs no line here: its class's ``wire_code`` is checked unique).
 ASSIGNED = {
     "none": 1, "float16": 2, "float8": 3, "uniform": 4, "lloyd": 5, "kmeans": 6,
     "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12,
@@ -513,21 +513,35 @@ ASSIGNED = {
 }  # fmt: skip
 
 
+def test_every_compressor_kind_has_a_byte_format_in_the_wire_package() -> None:
+    """Each registered ``compressor`` kind has its encoder and its receiver in
+    gradcomp.wire.update (the kinds do not import the wire: it dispatches to their formats;
+    planted bug: a kind registered without a format)."""
+    from gradcomp.compression.registry import COMPRESSORS
+    from gradcomp.wire.update import ENCODERS, RECEIVERS
+
+    assert sorted(RECEIVERS) == sorted(COMPRESSORS)
+    assert [k for k, cls in COMPRESSORS.items() if cls not in ENCODERS] == []
+
+
 def test_every_kind_has_one_stable_code_and_docs_wire_md_lists_it() -> None:
-    """Every registered quantizer and compressor kind has a header code, no two share one, a
-    code once given keeps its kind, and docs/wire.md's table is the same mapping (planted
-    bugs: a kind registered without a code, two kinds renumbered, the docs' table stale)."""
+    """Every registered quantizer and compressor kind's class sets its own header code
+    (``wire_code``, not inherited), no two share one, a code once given keeps its kind, and
+    docs/wire.md's table is the same mapping (planted bugs: a kind registered without a code,
+    a subclass inheriting its parent's, two kinds renumbered, the docs' table stale)."""
     import re
 
     from conftest import REPO
-    from gradcomp.compression.registry import QUANTIZERS
-    from gradcomp.compression.specs import COMPRESSORS
-    from gradcomp.compression.wire_records import KIND_CODES
+    from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
+    from gradcomp.wire.records import KIND_CODES
 
-    missing = sorted((set(QUANTIZERS) | set(COMPRESSORS)) - set(KIND_CODES))
-    assert not missing, f"kinds without a wire code (wire_records.KIND_CODES): {missing}"
-    assert len(set(KIND_CODES.values())) == len(KIND_CODES)
-    assert all(0 < c < 256 for c in KIND_CODES.values())
+    kinds = {**QUANTIZERS, **COMPRESSORS}
+    own = sorted(k for k, cls in kinds.items() if "wire_code" not in vars(cls))
+    assert not own, f"kinds whose class does not set its own wire_code: {own}"
+    codes = [cls.wire_code for cls in kinds.values()]
+    assert len(set(codes)) == len(codes), f"two kinds share a wire code: {sorted(codes)}"
+    assert all(0 < c < 256 for c in codes)
+    assert KIND_CODES == {k: cls.wire_code for k, cls in kinds.items()}
     changed = {k: (c, KIND_CODES.get(k)) for k, c in ASSIGNED.items() if KIND_CODES.get(k) != c}
     assert not changed, f"assigned codes changed (old, new): {changed}"
     table = (REPO / "docs/wire.md").read_text()

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from gradcomp.coding.fields import WireFormatError
 from gradcomp.compression.build import build_compressor
 from gradcomp.compression.inputs import NonFiniteUpdateError, OutOfRangeUpdateError
 from gradcomp.compression.specs import check_spec, user_seed
-from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
-from gradcomp.compression.wire_fields import WireFormatError
-from gradcomp.compression.wire_records import HEADER_BYTES, NonFiniteDecodeError
+from gradcomp.wire import UpdateLayout, encode_update, make_receiver
+from gradcomp.wire.records import HEADER_BYTES, NonFiniteDecodeError
 
 #: every built-in kind (small tensors raw: ``min_entries`` 25)
 KINDS = {

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradcomp.compression.specs import check_spec
-from gradcomp.compression.users import compressor_factory
-from gradcomp.compression.wire import UpdateLayout, WireFormatError, encode_update, make_receiver
+from gradcomp.wire import UpdateLayout, WireFormatError, encode_update, make_receiver
+from gradcomp.wire.users import compressor_factory
 
 SEED, USER, RND = 2, 1, 0
 SPECS = {

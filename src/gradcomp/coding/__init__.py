@@ -1,6 +1,7 @@
 """Lossless coders of quantized gradient symbols (paper L): the coder interface, the built-in
 coders and the registry that names them, their ideal code lengths, and the codes under them
-(Huffman, ANS, LZ78, Elias, general-purpose compressors). Knows no study: it sits on
+(Huffman, ANS, LZ78, Elias, general-purpose compressors), and the fields of the byte format
+(:mod:`~gradcomp.coding.fields`) the compressor kinds write. Knows no study: it sits on
 ``gradcomp.quantization`` and ``gradcomp.distributions``, below ``gradcomp.lossless``."""
 
 from gradcomp.coding.ans import ans_bits, ans_decode, ans_encode

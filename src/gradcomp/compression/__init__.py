@@ -1,7 +1,8 @@
 """GRACE-style compressors of model updates (paper Y and the field's baselines): the compressor
-interface, one module per kind, the registry that names them, spec checking and building, and
-the uplink's byte format. Knows no federated training: it sits on ``gradcomp.quantization``
-and ``gradcomp.coding``, below ``gradcomp.lossy`` and ``gradcomp.distributed``.
+interface, one module per kind (each carrying its header code, ``wire_code``), the registry
+that names them, spec checking and building. Knows no federated training and no byte format
+above the fields: it sits on ``gradcomp.quantization`` and ``gradcomp.coding``, below
+``gradcomp.wire`` (the uplink's byte format), ``gradcomp.lossy`` and ``gradcomp.distributed``.
 """
 
 from gradcomp.compression.build import build_compressor, make_quantizer
@@ -31,14 +32,9 @@ from gradcomp.compression.specs import (
     check_spec,
     variant_label,
 )
+from gradcomp.compression.tensor_compression import TensorCompressor, TensorCtx, TensorPayload
 from gradcomp.compression.terngrad import TernGrad
-from gradcomp.compression.update_compression import (
-    Quantize,
-    QuantizerPipeline,
-    TensorCompressor,
-    TensorCtx,
-    TensorPayload,
-)
+from gradcomp.compression.update_compression import Quantize, QuantizerPipeline
 from gradcomp.compression.value_quantizers import (
     Float16,
     PassThrough,

@@ -58,7 +58,7 @@ def build_compressor(
     if s["class"] is not None:
         return user_compressors.build_user_compressor(s)
     compressor = _built(s, fit_fn, entropy_coder)
-    compressor.wire_spec = s  # bound into its bytes (wire_records.Agreed)
+    compressor.wire_spec = s  # bound into its bytes (gradcomp.wire.records.Agreed)
     return compressor
 
 

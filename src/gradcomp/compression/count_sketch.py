@@ -15,11 +15,12 @@ entries recover: on a Laplace test vector (``bench/bench_sketch.py``), k = 0.452
 ``topk`` an earlier version inherited) gave paper.yaml's R = 10 / 25 / 100 sketches 3.59 /
 2.23 / 1.05 times the error of sending nothing, and M22's k (the non-zeros after its 60%
 top-K, about 3 c) 1.00-1.29 times on the cnn's tensors.
-:func:`sketch_relative_error` measures ``||U(S(x)) - x|| / ||x||`` on a GenNorm test vector
-(:func:`probe_vector`, the law of paper L's gradients at its upper shape 1, i.e. Laplace), and
-the config check refuses a spec above 1 (sending nothing) at :data:`CHECK_ENTRIES` entries;
-the compressor logs a warning when a sketch of its actual size (at most
-:data:`WARN_ENTRIES`) measures above 1.
+:func:`~gradcomp.compression.sketch_probe.sketch_relative_error` measures
+``||U(S(x)) - x|| / ||x||`` on a GenNorm test vector
+(:func:`~gradcomp.compression.sketch_probe.probe_vector`, the law of paper L's gradients at
+its upper shape 1, i.e. Laplace), and the config check refuses a spec above 1 (sending
+nothing) at :data:`CHECK_ENTRIES` entries; the compressor logs a warning when a sketch of its
+actual size (at most :data:`WARN_ENTRIES`) measures above 1.
 
 Scope. ``sketch_scope="update"`` (FetchSGD): one sketch of the tensors with more than
 ``min_entries`` entries, flattened and concatenated in the update's order; ``"tensor"``
@@ -48,7 +49,7 @@ Rate parts: ``payload_fixed_bits = payload_huffman_bits = 32 r c`` per sketch (f
 otherwise the receiver computes it, :meth:`CountSketch.k_of`), ``raw_bits`` 32 per raw entry;
 ``n_sent`` counts the cells and raw numbers. The hash seed costs nothing: both ends derive it
 from the user's seed (:meth:`CountSketch.seed_of`). Byte format:
-:mod:`~gradcomp.compression.sketch_wire`.
+:mod:`gradcomp.wire.sketch`.
 """
 
 from __future__ import annotations
@@ -57,15 +58,14 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 
 from gradcomp.compression.inputs import WIRE_LIMITS, checked_update, refuse_non_finite
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
 from gradcomp.compression.sketch_hash import HASH_KINDS, SketchHash, cached_hash
+from gradcomp.compression.sketch_probe import sketch_relative_error
 from gradcomp.compression.sparsifiers import TopK
 
 log = logging.getLogger(__name__)
@@ -77,8 +77,6 @@ __all__ = [
     "CountSketch",
     "SketchSizeError",
     "SketchHash",
-    "sketch_relative_error",
-    "probe_vector",
 ]
 
 SKETCH_SCOPES = ("update", "tensor")
@@ -89,8 +87,6 @@ K_BITS = 32
 CHECK_ENTRIES = 30_000
 #: Most entries of the test vector behind the compressor's warning (memory of its hash).
 WARN_ENTRIES = 1_000_000
-#: GenNorm shape of the test vector (1: Laplace, the light end of paper L's 0.6-1.0 fits).
-TEST_SHAPE = 1.0
 #: Most sketch rows: a row more divides the chance of a bad estimate by about e, and the
 #: config check's test sketch (:data:`CHECK_ENTRIES` entries) stays small (rows x entries
 #: hash entries of 24 bytes each are allocated).
@@ -98,37 +94,6 @@ MAX_ROWS = 64
 #: Most rows x entries of one sketch's hashes (24 bytes each, 12 GiB), checked against the
 #: update before the hashes are built.
 MAX_HASH_ENTRIES = 2**29
-
-
-def probe_vector(d: int, seed: int = 0, shape: float = TEST_SHAPE) -> torch.Tensor:
-    """(d,) float64 i.i.d. GenNorm(``shape``), unit scale: ``sign * G^(1/shape)`` with G ~
-    Gamma(1/shape)."""
-    rng = np.random.default_rng(seed)
-    mag = rng.gamma(1.0 / shape, size=d) ** (1.0 / shape)
-    return torch.from_numpy(np.where(rng.random(d) < 0.5, -mag, mag))
-
-
-@lru_cache(maxsize=64)
-def sketch_relative_error(
-    d: int,
-    rate: int,
-    rows: int,
-    k_ratio: float,
-    hash_kind: str = "random",
-    topk: float | None = None,
-    seed: int = 0,
-) -> float:
-    """``||U(S(x')) - x|| / ||x||`` for the :func:`probe_vector` x of d entries (x' = its top
-    ``topk`` fraction, or x), sketched into ``rows`` x ``ceil(rate d / (100 rows))`` cells
-    and unsketched to ``k = ceil(k_ratio c)`` entries. Sending nothing scores 1."""
-    x = probe_vector(d, seed)
-    sketched = x
-    if topk is not None:
-        sketched = x * TopK(topk).select({"x": x})["x"]
-    c = max(1, math.ceil(rate * d / (100 * rows)))
-    h = SketchHash(d, rows, c, seed + 1, hash_kind)
-    k = min(math.ceil(k_ratio * c), int((sketched != 0).sum()))
-    return float((h.unsketch(h.sketch(sketched), k) - x).norm() / x.norm())
 
 
 class SketchSizeError(ValueError):
@@ -164,6 +129,7 @@ class CountSketch:
     """
 
     kind = "count_sketch"
+    wire_code = 33  # its byte in the wire's header: never reused
     title = "count sketch"
     #: spec keys this kind takes besides name (``rate``: cells per 100 sketched entries)
     spec_keys = ("rate", "error_feedback", "memory_decay", "seed")
@@ -242,7 +208,8 @@ class CountSketch:
     @classmethod
     def check_together(cls, spec: Mapping[str, Any]) -> tuple[str, str] | None:
         """(key, why) when the checked spec's sketch is worse than sending nothing on the
-        :data:`CHECK_ENTRIES`-entry test vector (:func:`sketch_relative_error`), else None."""
+        :data:`CHECK_ENTRIES`-entry test vector
+        (:func:`~gradcomp.compression.sketch_probe.sketch_relative_error`), else None."""
         args = (
             spec["rate"],
             int(spec["rows"]),
@@ -414,17 +381,3 @@ class CountSketch:
                 raw_bits=FLOAT_BITS * t.numel(), n_entries=t.numel(), n_sent=t.numel()
             )
         return out
-
-    def to_bytes(self, payload, ctx) -> bytes:
-        """The payload in the byte format (:mod:`~gradcomp.compression.sketch_wire`)."""
-        from gradcomp.compression.sketch_wire import encode_sketches
-
-        return encode_sketches(self, payload, ctx)
-
-    @classmethod
-    def receiver(cls, spec: Mapping[str, Any], layout, *, rnd: int):
-        """The receiver of a spec's updates of ``layout`` (its hashes from the spec's seed)."""
-        from gradcomp.compression.sketch_wire import SketchReceiver
-        from gradcomp.compression.wire_records import Agreed
-
-        return SketchReceiver(cls.from_spec(spec), layout, Agreed.of(spec, rnd))

@@ -27,10 +27,10 @@ from typing import ClassVar, cast
 import numpy as np
 import torch
 
+from gradcomp.coding.fields import FieldReader, FieldWriter
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.inputs import check_sendable
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
-from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.ecsq import cell_centroids, ecsq_design, m_weights
 
 __all__ = ["DESIGN_POINTS", "ECSQDataQuantizer"]
@@ -60,6 +60,7 @@ class ECSQDataQuantizer(ValueQuantizer):
     """
 
     kind = "ecsq_data"
+    wire_code = 13  # its byte in the wire's header: never reused
     title = "entropy-constrained (data)"
     takes_M = True
     min_rate, max_rate = 1, 8

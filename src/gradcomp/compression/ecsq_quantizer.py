@@ -91,6 +91,7 @@ class ECSQQuantizer(LloydQuantizer):
     """
 
     kind = "ecsq"
+    wire_code = 12  # its byte in the wire's header: never reused
     title = "entropy-constrained"
     nearest_labels = False
     min_rate, max_rate = 1, 8

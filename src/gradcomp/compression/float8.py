@@ -94,6 +94,7 @@ class Float8(ValueQuantizer):
     is refused (:class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`)."""
 
     kind = "float8"
+    wire_code = 3  # its byte in the wire's header: never reused
     title = "FP8 (E5M2)"
     fixed_rate = 8
     nearest_labels = True

@@ -12,7 +12,7 @@ standardised values, a forward channel whose mutual information is
 information, ``ceil(n/2 log2(1 + 2^(2R)))`` bits for n values.)
 
 An ideal channel, not a code: no bitstream of R bits per value exists. On the uplink's byte
-format (:mod:`gradcomp.compression.wire`) its outputs travel as float64 stand-ins, so that
+format (:mod:`gradcomp.wire`) its outputs travel as float64 stand-ins, so that
 the server decodes them like any payload, and its rows say ``bits_source = ideal``: their
 bits are the mutual information above, not bytes sent, and are not compared with codes at
 matched measured bits.
@@ -52,6 +52,7 @@ class GaussianChannel(ValueQuantizer):
     """
 
     kind = "gaussian_channel"
+    wire_code = 7  # its byte in the wire's header: never reused
     takes_slip = True
     title = "Gaussian channel"
     wire_dtype = "f8"

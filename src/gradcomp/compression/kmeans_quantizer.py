@@ -16,6 +16,7 @@ from typing import cast
 import numpy as np
 import torch
 
+from gradcomp.coding.fields import FieldReader, FieldWriter
 from gradcomp.compression.inputs import check_sendable
 from gradcomp.compression.value_quantizers import (
     QuantizedValues,
@@ -23,7 +24,6 @@ from gradcomp.compression.value_quantizers import (
     level_bits,
     level_values,
 )
-from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.kmeans import weighted_kmeans
 
 __all__ = ["KMeansQuantizer"]
@@ -38,6 +38,7 @@ class KMeansQuantizer(ValueQuantizer):
     """
 
     kind = "kmeans"
+    wire_code = 6  # its byte in the wire's header: never reused
     title = "weighted k-means"
     takes_M = True
     nearest_labels = True

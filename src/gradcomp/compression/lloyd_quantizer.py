@@ -45,6 +45,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
+from gradcomp.coding.fields import FieldReader, FieldWriter
 from gradcomp.compression.value_quantizers import (
     QuantizedValues,
     UniformQuantizer,
@@ -55,7 +56,6 @@ from gradcomp.compression.value_quantizers import (
     read_side_floats,
     write_side_floats,
 )
-from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.distributions.fitting import FAMILIES as LLOYD_FAMILIES
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.lloyd_batch import lloyd_levels_batch
@@ -99,6 +99,7 @@ class LloydQuantizer(ValueQuantizer):
     """
 
     kind = "lloyd"
+    wire_code = 5  # its byte in the wire's header: never reused
     title = "Lloyd"
     takes_M = True
     takes_family = True

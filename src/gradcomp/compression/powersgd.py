@@ -20,12 +20,11 @@ Rate parts: ``payload_fixed_bits = payload_huffman_bits = 32 (n + m) r'`` per lo
 matrix (nothing is entropy coded), ``raw_bits = 32`` per entry of the raw tensors; no
 positions, no side info. ``n_sent`` counts the float32 numbers sent.
 
-Byte format (:mod:`gradcomp.compression.wire`): one record per tensor, P (n x r', row-major)
-then Q (m x r') as float32, or the raw tensor's entries as float32; the receiver knows r'
-from the spec's rank and the shape (:meth:`PowerSGD.matrix_rank`), and needs no state: P and
-Q are both sent. NaN or infinite numbers are refused on both sides (the sender:
-:class:`~gradcomp.compression.inputs.OutOfRangeUpdateError` when P, Q or a raw tensor
-overflow float32; the receiver: :class:`~gradcomp.compression.wire_records.NonFiniteDecodeError`).
+Byte format: :mod:`gradcomp.wire.low_rank` (P and Q as float32; the receiver knows r' from
+the spec's rank and the shape, :meth:`PowerSGD.matrix_rank`). NaN or infinite numbers are
+refused on both sides (the sender: :class:`~gradcomp.compression.inputs.OutOfRangeUpdateError`
+when P, Q or a raw tensor overflow float32; the receiver:
+:class:`~gradcomp.wire.records.NonFiniteDecodeError`).
 """
 
 from __future__ import annotations
@@ -40,15 +39,6 @@ import torch
 from gradcomp.compression.inputs import WIRE_LIMITS, checked_update, refuse_non_finite
 from gradcomp.compression.memory import ResidualMemory
 from gradcomp.compression.rates import FLOAT_BITS, RateBreakdown
-from gradcomp.compression.wire_fields import FieldWriter
-from gradcomp.compression.wire_records import (
-    Agreed,
-    UpdateLayout,
-    check_finite,
-    read_records,
-    sender_agreed,
-    write_records,
-)
 
 __all__ = ["LowRank", "PowerSGD"]
 
@@ -88,6 +78,7 @@ class PowerSGD:
     """
 
     kind = "powersgd"
+    wire_code = 32  # its byte in the wire's header: never reused
     title = "PowerSGD"
     #: spec keys this kind takes besides name (``rate`` is the rank r, 1..``max_rate``)
     spec_keys = ("rate", "error_feedback", "memory_decay", "seed")
@@ -183,52 +174,4 @@ class PowerSGD:
                     n_entries=numel,
                     n_sent=p.numbers,
                 )
-        return out
-
-    def to_bytes(self, payload, ctx) -> bytes:
-        """The payload in the byte format (module doc)."""
-        layout = UpdateLayout.from_items((n, c[0], c[1]) for n, c in ctx.items())
-        records = []
-        for p in payload.values():
-            w = FieldWriter()
-            for part in (p.raw,) if p.raw is not None else (p.p, p.q):
-                w.array(part.detach().cpu().reshape(-1).numpy(), "f4")
-            records.append(w.getvalue())
-        return write_records(self.kind, layout, records, sender_agreed(self))
-
-    @classmethod
-    def receiver(cls, spec: Mapping[str, Any], layout: UpdateLayout, *, rnd: int):
-        """The receiver of a spec's updates of ``layout`` (it needs the rank alone)."""
-        return _PowerSGDReceiver(cls(spec["rate"]), layout, Agreed.of(spec, rnd))
-
-
-class _PowerSGDReceiver:
-    """Decodes PowerSGD's bytes; ``ranks``: a fresh :class:`PowerSGD` of the spec's rank (its
-    :meth:`~PowerSGD.matrix_rank` only)."""
-
-    def __init__(self, ranks: PowerSGD, layout: UpdateLayout, agreed: Agreed):
-        self.ranks, self.layout, self.agreed = ranks, layout, agreed
-
-    def decode(self, data) -> dict[str, torch.Tensor]:
-        wheres = [f"tensor {n!r}" for n in self.layout.names]
-        out = {}
-        for r, (name, shape, dtype) in zip(
-            read_records(data, PowerSGD.kind, self.layout, wheres, self.agreed),
-            self.layout,
-            strict=True,
-        ):
-            rank = self.ranks.matrix_rank(shape)
-            if rank:
-                n, m = shape[0], math.prod(shape[1:])
-                p = torch.from_numpy(r.array("f4", n * rank, "P")).reshape(n, rank)
-                q = torch.from_numpy(r.array("f4", m * rank, "Q")).reshape(m, rank)
-                sent = LowRank(p=p, q=q)
-            else:
-                sent = LowRank(raw=torch.from_numpy(r.array("f4", math.prod(shape), "values")))
-            r.finish()
-            for field, part in (("P", sent.p), ("Q", sent.q), ("values", sent.raw)):
-                if part is not None:
-                    check_finite(part, r.where, field)
-            out[name] = sent.matrix().reshape(shape).to(dtype)
-            check_finite(out[name], r.where)  # P Q^T beyond the dtype's range
         return out

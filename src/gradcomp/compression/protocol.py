@@ -18,11 +18,10 @@ class Compressor(Protocol):
     """One user's uplink compressor; may keep state (error feedback) across rounds.
 
     Optional: ``kept_masks(payload, ctx) -> {name: bool tensor}``, the entries it selected;
-    the byte format (:mod:`gradcomp.compression.wire`): ``to_bytes(payload, ctx) -> bytes``
-    and, on the class, ``from_bytes(data, layout, *, rnd, **constructor keywords) ->
-    {name: tensor}``, the receiver's decode without this object (the built-in kinds:
-    ``to_bytes`` and a class method ``receiver(spec, layout, *, rnd)`` instead). Without
-    them the compressor's bits are self-reported.
+    the byte format (:mod:`gradcomp.wire`): ``to_bytes(payload, ctx) -> bytes`` and, on the
+    class, ``from_bytes(data, layout, *, rnd, **constructor keywords) -> {name: tensor}``,
+    the receiver's decode without this object (the built-in kinds: their format's module in
+    :mod:`gradcomp.wire` instead). Without them the compressor's bits are self-reported.
     """
 
     def compress(self, update: dict[str, torch.Tensor]) -> tuple[Any, Any]:

@@ -113,6 +113,7 @@ class QSGD(StochasticLevels):
     """
 
     kind = "qsgd"
+    wire_code = 8  # its byte in the wire's header: never reused
     title = "QSGD"
     min_rate = 2
     scale_name = "norm"

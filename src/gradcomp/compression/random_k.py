@@ -28,6 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
+from gradcomp.compression.agreed_values import check_agreed_int
 from gradcomp.compression.sparsifiers import TopK
 
 __all__ = ["RandomK"]
@@ -49,10 +50,8 @@ class RandomK:
     @staticmethod
     def mask_seed(seed: int, step: int) -> int:
         """The 32-bit seed of the positions of update ``step`` of a compressor seeded ``seed``;
-        :class:`~gradcomp.compression.wire_records.AgreedValueError` naming ``rnd`` for a
+        :class:`~gradcomp.compression.agreed_values.AgreedValueError` naming ``rnd`` for a
         step that is not an integer >= 0."""
-        from gradcomp.compression.wire_records import check_agreed_int
-
         step = check_agreed_int("rnd", step)
         state = np.random.SeedSequence([int(seed) % 2**63, int(step), _TAG]).generate_state(1)
         return int(state[0])

@@ -46,6 +46,7 @@ class ScaledSign(ValueQuantizer):
     """
 
     kind = "scaled_sign"
+    wire_code = 10  # its byte in the wire's header: never reused
     title = "scaled sign"
     fixed_rate = 1
     huffman_acts = False  # one bit per value, coded or not

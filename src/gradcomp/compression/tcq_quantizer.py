@@ -31,11 +31,11 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
+from gradcomp.coding.fields import FieldReader, FieldWriter
 from gradcomp.compression.inputs import check_sendable
 from gradcomp.compression.lloyd_quantizer import LLOYD_FAMILIES, default_fit
 from gradcomp.compression.rates import FLOAT_BITS
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
-from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 from gradcomp.quantization.tcq import TCQ_STATES, Trellis, refine_codebook, tcq_decode, viterbi
@@ -69,6 +69,7 @@ class TCQQuantizer(ValueQuantizer):
     """
 
     kind = "tcq"
+    wire_code = 11  # its byte in the wire's header: never reused
     title = "trellis-coded (TCQ)"
     takes_M = True
     takes_family = True

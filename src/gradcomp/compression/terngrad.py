@@ -26,6 +26,7 @@ class TernGrad(StochasticLevels):
     """
 
     kind = "terngrad"
+    wire_code = 9  # its byte in the wire's header: never reused
     title = "TernGrad"
     fixed_rate = 2
 

@@ -19,7 +19,7 @@ gaussian_channel   a test-channel output, R bits                mean, std
 Level quantizers use :class:`gradcomp.quantization.level_quantizer.LevelQuantizer` (nearest level,
 thresholds at midpoints); the receiver recomputes the levels from the side information.
 
-The byte format (:mod:`gradcomp.compression.wire`): a kind writes its side information with
+The byte format (:mod:`gradcomp.wire`): a kind writes its side information with
 :meth:`ValueQuantizer.write_side` and a receiver, with its own object built from the spec,
 reads it back with :meth:`ValueQuantizer.read_side`, which rebuilds the levels. Side values
 travel as float32, and the sender quantizes with the levels it rebuilds from the *rounded*
@@ -36,8 +36,8 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
+from gradcomp.coding.fields import FieldReader, FieldWriter
 from gradcomp.compression.rates import FLOAT_BITS
-from gradcomp.compression.wire_fields import FieldReader, FieldWriter
 from gradcomp.quantization.level_quantizer import LevelQuantizer, nearest_index
 from gradcomp.quantization.minmax_levels import uniform_minmax_levels
 
@@ -132,6 +132,9 @@ class ValueQuantizer:
     """
 
     kind: ClassVar[str] = "base"
+    #: The kind's code in the wire's header (:data:`gradcomp.wire.records.KIND_CODES`): one
+    #: per kind, set by each kind's own class (1..255), never reused for another kind.
+    wire_code: ClassVar[int] = 0
     #: the kind as a reader names it (:func:`gradcomp.names.kind`)
     title: ClassVar[str] = ""
     fixed_rate: ClassVar[int | None] = None
@@ -264,6 +267,7 @@ class PassThrough(ValueQuantizer):
     """
 
     kind = "none"
+    wire_code = 1  # its byte in the wire's header: never reused
     title = "float32"
     fixed_rate = FLOAT_BITS
     wire_dtype = "f4"
@@ -284,6 +288,7 @@ class Float16(ValueQuantizer):
     """
 
     kind = "float16"
+    wire_code = 2  # its byte in the wire's header: never reused
     title = "float16"
     fixed_rate = 16
     wire_dtype = "f2"
@@ -306,6 +311,7 @@ class UniformQuantizer(ValueQuantizer):
     """
 
     kind = "uniform"
+    wire_code = 4  # its byte in the wire's header: never reused
     title = "uniform"
     nearest_labels = True
     takes_slip = True

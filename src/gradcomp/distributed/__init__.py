@@ -1,6 +1,6 @@
 """Data-parallel training with the study's compressors: a DDP communication hook that sends
 each rank's update as the bytes the federated study sends. It sits on
-``gradcomp.compression`` and knows nothing of ``gradcomp.lossy``.
+``gradcomp.wire`` and ``gradcomp.compression`` and knows nothing of ``gradcomp.lossy``.
 
 The rate-limited loopback the benchmark measures it on is ``bench/netns.py``.
 """

@@ -11,7 +11,7 @@ Usage (every rank, after ``torch.distributed.init_process_group``)::
 ``spec`` is any compressor spec the config accepts (:mod:`gradcomp.compression.specs`:
 ``quantizer`` kinds with their sparsifier, error feedback and Huffman code, the ``compressor``
 kinds PowerSGD and count sketch, a user's ``class``), built by the study's own
-:func:`gradcomp.compression.users.compressor_factory`: rank ``r`` gets the object user ``r`` gets in
+:func:`gradcomp.wire.users.compressor_factory`: rank ``r`` gets the object user ``r`` gets in
 a study run seeded ``seed`` (seed ``1000 seed + r``). That object lives in the hook state for
 the whole training, so its error-feedback memory, PowerSGD's warm-started Q and its random
 streams (stochastic rounding, random-K, channel noise) carry over from step to step as they do
@@ -33,11 +33,11 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    rank runs the same buckets in the same order).
 2. The exchange (``state.exchange``, chosen from the spec; ``exchange="auto"``):
 
-   - ``"bytes"`` (:mod:`gradcomp.distributed.wire`), every kind with a byte format whose
+   - ``"bytes"`` (:mod:`gradcomp.distributed.exchange`), every kind with a byte format whose
      compressed form cannot be summed: each rank's bytes
-     (:func:`gradcomp.compression.wire.encode_update`) are all-gathered, sizes first, then
+     (:func:`gradcomp.wire.encode_update`) are all-gathered, sizes first, then
      padded to the longest; every rank decodes every rank's bytes with the receiver of that
-     rank (:func:`gradcomp.compression.wire.make_receiver`, user = the sender's rank) and
+     rank (:func:`gradcomp.wire.make_receiver`, user = the sender's rank) and
      averages the decodes in rank order, so every rank holds the same gradients;
    - ``"allreduce"``, ``"randomk"``, ``"powersgd"``, ``"sketch"``
      (:mod:`gradcomp.distributed.linear`): linear compressed forms, all-reduced: the float32
@@ -60,7 +60,7 @@ What one bucket does (the hook is called once per DDP gradient bucket, every ste
    encoding) is told to the others through the sizes (the byte exchange) or a one-int32
    status (every other exchange); bytes that do not decode, or decode to NaN or infinite
    values (checked before the average), fail on every rank alike
-   (:class:`~gradcomp.compression.wire.WireFormatError`). Either way the bucket is refused
+   (:class:`~gradcomp.wire.update.WireFormatError`). Either way the bucket is refused
    on every rank: its future raises the error, so ``backward()`` raises it on every rank
    after DDP's reducer has closed the step (raised in the hook itself, the next step would
    die in the reducer's INTERNAL ASSERT), the refusal is in ``state.refusals`` and
@@ -90,10 +90,10 @@ from torch import nn
 
 from gradcomp.compression.rates import RateBreakdown
 from gradcomp.compression.specs import check_spec
-from gradcomp.compression.users import compressor_factory
-from gradcomp.compression.wire import encode_update, has_byte_format
+from gradcomp.distributed.exchange import STATUS_BYTES, agree, exchange_bytes, refused
 from gradcomp.distributed.linear import LINEAR_EXCHANGES, finite_mean, linear_exchange_of
-from gradcomp.distributed.wire import STATUS_BYTES, agree, exchange_bytes, refused
+from gradcomp.wire import encode_update, has_byte_format
+from gradcomp.wire.users import compressor_factory
 
 __all__ = [
     "EXCHANGES",
@@ -116,7 +116,7 @@ class StepBits:
     ``rate``: the bits the compressor would send, by part (study accounting; ``rate.total_coded``
     with the entropy code, ``rate.total_fixed`` at fixed width); ``payload_bytes``: the
     length of the compressed buckets in the uplink's byte format
-    (:func:`gradcomp.compression.wire.encode_update`; None for a compressor without one);
+    (:func:`gradcomp.wire.encode_update`; None for a compressor without one);
     ``wire_bytes``: bytes this rank handed to the collectives (sizes and padded payloads, the
     all-reduced float32 vectors, or the float buckets); ``buckets``: buckets compressed;
     ``rnds``: their update indices; ``sent``: with ``keep_bytes``, per bucket the list of what
@@ -225,7 +225,7 @@ class CompressionHookState:
             ) from None
 
     def refuse(self, error: BaseException, rnd: int, last: bool | None) -> None:
-        """A bucket refused on every rank (:func:`~gradcomp.distributed.wire.refused`):
+        """A bucket refused on every rank (:func:`~gradcomp.distributed.exchange.refused`):
         recorded in :attr:`refusals` and logged; its update index ``rnd`` is skipped by the
         compressor (one that refused before counting it is moved past it, so that every
         rank's next bytes carry the same index); with ``last`` not None the bucket is counted

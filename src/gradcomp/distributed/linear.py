@@ -6,7 +6,7 @@ rank's bytes, at ``2 (N - 1) / N`` times the payload per rank whatever the world
 needs every rank to compress with the same draws (the same random-K positions, the same
 sketch hashes, the same initial PowerSGD Q): the "seed agreed in advance" of the DDP group is
 the run seed's user 0, so every rank's compressor of these kinds is the object the study
-builds for user 0 (:func:`~gradcomp.compression.users.compressor_factory` ``(spec, seed)(0)``),
+builds for user 0 (:func:`~gradcomp.wire.users.compressor_factory` ``(spec, seed)(0)``),
 each with its own error-feedback memory. In a federated round every user has its own seed
 and its bytes are decoded one by one; in DDP the ranks agree on one.
 
@@ -34,7 +34,7 @@ Kinds and what travels (float32, on the bucket's device):
 The first collective of PowerSGD is waited for in the hook (its result is needed before Q);
 every last collective is asynchronous and the averaged bucket is written in its future's
 callback. Before them, random-K, PowerSGD and the count sketch all-reduce one int32 status
-per bucket (:func:`~gradcomp.distributed.wire.agree`): a rank whose compress raised
+per bucket (:func:`~gradcomp.distributed.exchange.agree`): a rank whose compress raised
 stops every rank at once instead of leaving them in an all-reduce it never joins. ``wire_bytes``
 is that status (4 bytes) plus 4 x the float32 numbers all-reduced. Sketch hashing and the
 random-K masks run on the CPU (:mod:`~gradcomp.compression.sketch_hash`,
@@ -53,9 +53,9 @@ import torch.distributed as dist
 from gradcomp.compression.count_sketch import Sketched
 from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.powersgd import LowRank
-from gradcomp.compression.wire import encode_update
-from gradcomp.compression.wire_records import check_finite
-from gradcomp.distributed.wire import STATUS_BYTES, agree, refused
+from gradcomp.distributed.exchange import STATUS_BYTES, agree, refused
+from gradcomp.wire import encode_update
+from gradcomp.wire.records import check_finite
 
 __all__ = [
     "LINEAR_EXCHANGES",

@@ -8,7 +8,7 @@
    compresses ``delta_u`` to bytes and is charged their bits (:mod:`gradcomp.lossy.uplink`);
 3. the server decodes each user's bytes (a receiver built from the spec, the layout, the
    seeds and the round, when ``make_compressor`` has a ``receiver``, as
-   :func:`~gradcomp.compression.users.compressor_factory`'s does) and aggregates
+   :func:`~gradcomp.wire.users.compressor_factory`'s does) and aggregates
    ``w <- w_c + sum_u (n_u / n) delta_hat_u``;
 4. the global model is evaluated on the test set.
 
@@ -239,7 +239,7 @@ def run_federated(
 
     ``make_compressor(u)`` is called once per user ``u`` before the first round; that
     object compresses all of the user's updates. With a ``make_compressor.receiver(u,
-    step)`` (:class:`~gradcomp.compression.users.UserCompressors`) the server decodes round r's
+    step)`` (:class:`~gradcomp.wire.users.UserCompressors`) the server decodes round r's
     update from its bytes (step r - 1); without, the bits are the compressor's own.
     ``executor`` maps the local training over users when the optimizer state is fresh
     (default: sequential); ``initial_state``: the warm start's weights (default: the model's

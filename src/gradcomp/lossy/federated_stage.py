@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gradcomp.compression.users import compressor_factory
 from gradcomp.data import load_cifar10
 from gradcomp.lossy.federated import FederatedResult, FederatedSettings, run_federated
 from gradcomp.lossy.run_files import save_snapshot, write_rounds
 from gradcomp.lossy.warm_start import load_warm_start
+from gradcomp.wire.users import compressor_factory
 
 __all__ = ["federated_stage"]
 
@@ -33,7 +33,7 @@ def federated_stage(
 ) -> FederatedResult:
     """The ``federated`` stage: one run of :func:`~gradcomp.lossy.federated.run_federated`
     with the compressor ``spec`` (one per user,
-    :func:`gradcomp.compression.users.compressor_factory`),
+    :func:`gradcomp.wire.users.compressor_factory`),
     and its files (``kept_tsv``: the per-round, per-user, per-tensor kept fractions, if given),
     whose rows carry the run's model and seed (from ``settings``) and ``identity``'s
     compressor, rate, M and warm start.

@@ -42,10 +42,10 @@ from typing import Any, cast
 import pandas as pd
 
 from gradcomp.compression.protocol import Compressor
-from gradcomp.compression.users import compressor_factory
 from gradcomp.data import Cifar10
 from gradcomp.lossy.federated import SUMMED_BITS, FederatedSettings, Federation
 from gradcomp.lossy.uplink import aggregate, model_update, send
+from gradcomp.wire.users import compressor_factory
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ def one_round_study(
 
 class RoundCompressors:
     """``(user, round) -> compressor`` of a checked spec in a trajectory seeded ``seed``: a
-    fresh object for that round alone (:func:`~gradcomp.compression.users.compressor_factory` with
+    fresh object for that round alone (:func:`~gradcomp.wire.users.compressor_factory` with
     ``rnd``), and :meth:`receiver`, the server's decoder of its one update."""
 
     def __init__(self, spec, seed: int):

@@ -3,7 +3,7 @@
 :func:`model_update` forms ``delta_u = w_u - w_c`` over every floating-point state entry
 (trainable parameters *and* BatchNorm running statistics, so that the server model stays
 consistent; integer buffers are not sent); :func:`send` puts one update through a user's
-compressor, encodes it to bytes (:mod:`gradcomp.compression.wire`), decodes them as the
+compressor, encodes it to bytes (:mod:`gradcomp.wire`), decodes them as the
 server does, from the bytes alone, and counts its uplink bits; :func:`kept_rows` gives the
 share of each tensor's entries that were sent (M22's per-layer kept fractions,
 ``model_info/``); :func:`aggregate` is FedAvg, ``w <- w_c + sum_u (n_u / n) delta_hat_u``.
@@ -27,7 +27,7 @@ import torch
 from gradcomp.compression.inputs import checked_update
 from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.rates import RATE_FIELDS, RateBreakdown
-from gradcomp.compression.wire import (
+from gradcomp.wire import (
     Receiver,
     UpdateLayout,
     bits_source,
@@ -152,10 +152,10 @@ def send(
     receiver: Callable[[UpdateLayout], Receiver] | None = None,
 ) -> Sent:
     """Compress ``update`` with ``compressor`` and count its bits (module doc). With a
-    ``receiver`` (layout -> the server's :class:`~gradcomp.compression.wire.Receiver` of this
+    ``receiver`` (layout -> the server's :class:`~gradcomp.wire.update.Receiver` of this
     update) and a compressor with a byte format, the update is encoded to bytes, the receiver
     decodes them, and a decode that differs in any bit from the sender's own reconstruction
-    raises :class:`~gradcomp.compression.wire.DecodeMismatchError`; ``recon`` is the decode."""
+    raises :class:`~gradcomp.wire.update.DecodeMismatchError`; ``recon`` is the decode."""
     checked_update(update, "the uplink")  # a user's class gets the built-ins' check too
     payload, ctx = compressor.compress(update)
     recon = _check_reconstruction(user, update, compressor.decompress(payload, ctx))

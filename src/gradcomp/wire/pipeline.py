@@ -1,4 +1,4 @@
-"""A quantizer pipeline's update in the uplink's byte format (:mod:`gradcomp.compression.wire`):
+"""A quantizer pipeline's update in the uplink's byte format (:mod:`gradcomp.wire`):
 one record per tensor, written by :func:`encode_pipeline` and read by :class:`PipelineReceiver`
 from the spec, the layout, the user's seed and the update's index alone.
 
@@ -20,7 +20,7 @@ A tensor's record body, field by field (docs/wire.md has the table per kind):
 
 Tensors with ``min_entries`` entries or fewer are the raw kind ``none`` (float32 values).
 A record that decodes to NaN or infinite values is refused
-(:class:`~gradcomp.compression.wire_records.NonFiniteDecodeError`).
+(:class:`~gradcomp.wire.records.NonFiniteDecodeError`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from gradcomp.coding.fields import FieldReader, FieldWriter, WireFormatError
 from gradcomp.coding.huffman import HuffmanCode
 from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.sparsifiers import TopK
@@ -40,8 +41,7 @@ from gradcomp.compression.value_quantizers import (
     ValueQuantizer,
     level_bits,
 )
-from gradcomp.compression.wire_fields import FieldReader, FieldWriter, WireFormatError
-from gradcomp.compression.wire_records import (
+from gradcomp.wire.records import (
     Agreed,
     UpdateLayout,
     check_finite,
@@ -106,7 +106,7 @@ def encode_pipeline(pipeline: Any, payload: Mapping[str, Any], ctx: Mapping[str,
         _write_tensor(pipeline._coders[name].quantizer, p, ctx[name].numel)
         for name, p in payload.items()
     )
-    return write_records(quantizer.kind, layout, records, sender_agreed(pipeline))
+    return write_records(quantizer, layout, records, sender_agreed(pipeline))
 
 
 def _read_positions(r: FieldReader, method: int, numel: int) -> np.ndarray | None:
@@ -235,7 +235,7 @@ class PipelineReceiver:
         kind's designs are made together: :meth:`ValueQuantizer.read_sides`), then values."""
         wheres = [_where(n) for n in self.layout.names]
         readers = read_records(
-            data, self.spec["quantizer"], self.layout, wheres, Agreed.of(self.spec, self.rnd)
+            data, self.quantizer, self.layout, wheres, Agreed.of(self.spec, self.rnd)
         )
         heads = [_checked(r, self._head, r, name, shape)
                  for r, (name, shape, _) in zip(readers, self.layout, strict=True)]  # fmt: skip

@@ -1,5 +1,7 @@
-"""The fields of the uplink's byte format (:mod:`gradcomp.compression.wire`): written one after
-another, each a whole number of bytes, and read back with errors that name the field.
+"""The fields of the uplink's byte format (:mod:`gradcomp.wire`): written one after another,
+each a whole number of bytes, and read back with errors that name the field. Below the
+compressor kinds (each value quantizer writes and reads its side information with them) and
+the wire package (its header and records).
 
 Numbers are little-endian (``u8``, ``u32``, float16 / float32 / float64 arrays). A bit field
 (a bitmap, fixed-width integers, Elias-gamma codes, a Huffman stream) is MSB first and

@@ -1,4 +1,4 @@
-"""The framing of the uplink's byte format (:mod:`gradcomp.compression.wire`): the header and
+"""The framing of the uplink's byte format (:mod:`gradcomp.wire`): the header and
 the records of one update, and the :class:`UpdateLayout` a receiver knows before the first
 round.
 
@@ -11,7 +11,7 @@ round.
   passes with probability about 2^-32; format 2 had 16-bit checks and 12 header bytes);
 - then the records in order (one per tensor; a count sketch: one per sketch, then one per raw
   tensor), each :data:`RECORD_BYTES` = 8 bytes of framing (u32 length, CRC-32 of the body)
-  before its body, the kind's fields (:mod:`~gradcomp.compression.wire_fields`).
+  before its body, the kind's fields (:mod:`~gradcomp.coding.fields`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from typing import Any
 
 import torch
 
-from gradcomp.compression.wire_fields import FieldReader, WireFormatError
+from gradcomp.coding.fields import FieldReader, WireFormatError
+from gradcomp.compression.agreed_values import AgreedValueError
+from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 
 __all__ = [
     "AgreedFactError",
-    "AgreedValueError",
     "NonFiniteDecodeError",
     "check_finite",
     "Agreed",
@@ -47,13 +48,9 @@ MAGIC = b"GW"
 FORMAT_VERSION = 3
 HEADER_BYTES = 16
 RECORD_BYTES = 8
-#: The kind's byte in the header: a quantizer pipeline's value quantizer, or the compressor.
-KIND_CODES = {
-    "none": 1, "float16": 2, "float8": 3, "uniform": 4, "lloyd": 5, "kmeans": 6,
-    "gaussian_channel": 7, "qsgd": 8, "terngrad": 9, "scaled_sign": 10, "tcq": 11, "ecsq": 12,
-    "ecsq_data": 13,
-    "powersgd": 32, "count_sketch": 33,
-}  # fmt: skip
+#: The kind's byte in the header (a quantizer pipeline's value quantizer, or the compressor),
+#: kind -> code: each kind's class carries its own ``wire_code``.
+KIND_CODES = {kind: cls.wire_code for kind, cls in {**QUANTIZERS, **COMPRESSORS}.items()}
 
 
 class AgreedFactError(WireFormatError):
@@ -84,25 +81,6 @@ def check_finite(values: Any, where: str, field: str = "values") -> None:
         finite = torch.isfinite(t)
         if not bool(finite.all()):
             raise NonFiniteDecodeError(where, field, int((~finite).sum()), t.numel())
-
-
-class AgreedValueError(TypeError, ValueError):
-    """A fact that sender and receiver agree on outside the bytes was given a value it
-    cannot take: ``fact`` names the argument (``"seed"``, ``"user"``, ``"rnd"``,
-    ``"layout"``)."""
-
-    def __init__(self, fact: str, message: str):
-        self.fact = fact
-        super().__init__(f"agreed fact {fact!r}: {message}")
-
-
-def check_agreed_int(fact: str, value: Any) -> int:
-    """``value`` as an int when it is an integer >= 0, else :class:`AgreedValueError`."""
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise AgreedValueError(fact, f"must be an integer >= 0, got {value!r}")
-    return int(value)
 
 
 #: Spec keys a receiver need not share with the sender: the seed is checked with the user and
@@ -202,12 +180,13 @@ class UpdateLayout:
 
 
 def write_records(
-    kind: str, layout: UpdateLayout, records: Iterable[bytes], agreed: Agreed
+    kind: Any, layout: UpdateLayout, records: Iterable[bytes], agreed: Agreed
 ) -> bytes:
-    """Header and framed records (see the module doc)."""
+    """Header and framed records (see the module doc); ``kind``: the kind's class or object
+    (its ``wire_code``)."""
     head = (
         MAGIC
-        + bytes([FORMAT_VERSION, KIND_CODES[kind]])
+        + bytes([FORMAT_VERSION, kind.wire_code])
         + layout.fingerprint().to_bytes(4, "little")
         + agreed.spec.to_bytes(CHECK_BYTES, "little")
         + agreed.facts.to_bytes(CHECK_BYTES, "little")
@@ -220,14 +199,14 @@ def write_records(
 
 def read_records(
     data: bytes | bytearray | memoryview,
-    kind: str,
+    kind: Any,
     layout: UpdateLayout,
     wheres: list[str],
     agreed: Agreed,
 ) -> list[FieldReader]:
     """Check the header (the agreed facts: :class:`AgreedFactError`) and each record's
     length and CRC; one reader per record, named by ``wheres`` (the record's tensor or
-    sketch)."""
+    sketch). ``kind``: the class or object of the kind the receiver expects."""
     head = FieldReader(data, "header")
     magic = bytes(head.take(2, "magic"))
     if magic != MAGIC:
@@ -238,9 +217,9 @@ def read_records(
             "version", f"format version {version}, this receiver reads {FORMAT_VERSION}"
         )
     code = head.u8("kind")
-    if code != KIND_CODES[kind]:
+    if code != kind.wire_code:
         names = {v: k for k, v in KIND_CODES.items()}
-        raise head.error("kind", f"{names.get(code, code)!r} bytes, the spec says {kind!r}")
+        raise head.error("kind", f"{names.get(code, code)!r} bytes, the spec says {kind.kind!r}")
     if head.u32("layout") != layout.fingerprint():
         raise AgreedFactError(
             "layout", "the update's tensor names, shapes or dtypes differ from this receiver's"

@@ -15,7 +15,8 @@ from typing import Any
 from gradcomp.compression.build import build_compressor
 from gradcomp.compression.protocol import Compressor
 from gradcomp.compression.specs import CheckedSpec, check_spec, user_seed
-from gradcomp.compression.wire import Receiver, UpdateLayout, make_receiver
+from gradcomp.wire.records import UpdateLayout
+from gradcomp.wire.update import Receiver, make_receiver
 
 __all__ = ["UserCompressors", "compressor_factory"]
 
@@ -36,7 +37,7 @@ class UserCompressors:
     def receiver(self, user: int, step: int) -> Callable[[UpdateLayout], Receiver]:
         """layout -> the receiver of update number ``step`` (0 first) of user ``user``'s
         compressor, built from what the server knows
-        (:func:`~gradcomp.compression.wire.make_receiver`)."""
+        (:func:`~gradcomp.wire.update.make_receiver`)."""
         return lambda layout: make_receiver(
             self.spec, layout, seed=self.seed, user=int(user), rnd=int(step)
         )

@@ -1,4 +1,4 @@
-"""A count sketch's update in the uplink's byte format (:mod:`gradcomp.compression.wire`).
+"""A count sketch's update in the uplink's byte format (:mod:`gradcomp.wire`).
 
 Records, in order: one per sketch (:meth:`~gradcomp.compression.count_sketch.CountSketch.groups`
 of the layout), then one per raw tensor (the others, in the layout's order). A sketch's body:
@@ -7,7 +7,7 @@ data), then its ``rows x columns`` cells as float32, row-major. A raw tensor's b
 entries as float32. The receiver rebuilds each sketch's hashes from the user's seed
 (:meth:`~gradcomp.compression.count_sketch.CountSketch.hash_of`): the seed is not sent. NaN or
 infinite cells or values are refused
-(:class:`~gradcomp.compression.wire_records.NonFiniteDecodeError`).
+(:class:`~gradcomp.wire.records.NonFiniteDecodeError`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import Any
 
 import torch
 
-from gradcomp.compression.wire_fields import FieldWriter
-from gradcomp.compression.wire_records import (
+from gradcomp.coding.fields import FieldWriter
+from gradcomp.compression.count_sketch import CountSketch
+from gradcomp.wire.records import (
     Agreed,
     UpdateLayout,
     check_finite,
@@ -49,7 +50,7 @@ def encode_sketches(sketch: Any, payload: Mapping[str, Any], ctx) -> bytes:
         w = FieldWriter()
         w.array(t.detach().cpu().reshape(-1).numpy(), "f4")
         records.append(w.getvalue())
-    return write_records(sketch.kind, _layout(ctx), records, sender_agreed(sketch))
+    return write_records(sketch, _layout(ctx), records, sender_agreed(sketch))
 
 
 class SketchReceiver:
@@ -67,10 +68,15 @@ class SketchReceiver:
         self.raw = [n for n in layout.names if n not in grouped]
         self.sizes = sizes
 
+    @classmethod
+    def of(cls, spec: Mapping[str, Any], layout: UpdateLayout, *, rnd: int) -> SketchReceiver:
+        """The receiver of a spec's updates of ``layout`` (its hashes from the spec's seed)."""
+        return cls(CountSketch.from_spec(spec), layout, Agreed.of(spec, rnd))
+
     def decode(self, data) -> dict[str, torch.Tensor]:
         wheres = [f"sketch {i} ({', '.join(g)})" for i, g in enumerate(self.groups)]
         wheres += [f"tensor {n!r}" for n in self.raw]
-        readers = read_records(data, self.sketch.kind, self.layout, wheres, self.agreed)
+        readers = read_records(data, self.sketch, self.layout, wheres, self.agreed)
         flat: dict[str, torch.Tensor] = {}
         for index, (names, r) in enumerate(zip(self.groups, readers, strict=False)):
             d = sum(self.sizes[n] for n in names)

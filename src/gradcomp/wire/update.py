@@ -1,7 +1,7 @@
 """The uplink's byte format: one user's compressed update as one ``bytes`` object, decoded by a
 receiver from those bytes and what it knew before the first round.
 
-Sender: :func:`encode_update` (a compressor's ``to_bytes(payload, ctx)``). Receiver:
+Sender: :func:`encode_update` (the kind's format, :data:`ENCODERS`). Receiver:
 :func:`make_receiver` builds a :class:`Receiver` from the spec, the update's
 :class:`UpdateLayout` (names, shapes, dtypes in order), the run seed, the user and the
 update's index; never from the sender's compressor or its ctx. Random draws the receiver must
@@ -9,13 +9,11 @@ repeat (random-K's positions, the released Lloyd's initial levels) derive from t
 compressor seed (:func:`~gradcomp.compression.specs.user_seed`) and the update's index; a
 count sketch's hashes from the user's seed alone.
 
-The modules under it, one idea each: :mod:`~gradcomp.compression.wire_fields` (the fields
-and their errors), :mod:`~gradcomp.compression.wire_records` (the header and the framed
-records: :data:`HEADER_BYTES` = 16 bytes per update, :data:`RECORD_BYTES` = 8 per record),
-and the kinds' layouts: :mod:`~gradcomp.compression.pipeline_wire` (a quantizer pipeline,
-with each value quantizer's ``write_side`` / ``read_side``),
-:meth:`~gradcomp.compression.powersgd.PowerSGD.to_bytes`,
-:mod:`~gradcomp.compression.sketch_wire`. docs/wire.md has the table per kind.
+The modules under it (:mod:`gradcomp.wire` has the map): the fields and their errors
+(:mod:`gradcomp.coding.fields`), the header and the framed records
+(:mod:`~gradcomp.wire.records`: :data:`HEADER_BYTES` = 16 bytes per update,
+:data:`RECORD_BYTES` = 8 per record) and the kinds' layouts. docs/wire.md has the table per
+kind.
 
 So ``8 len(bytes)`` = the accounted bits (:class:`~gradcomp.compression.rates.RateBreakdown`
 with the entropy code) + the framing above + padding: at most 7 bits per bit field, and the
@@ -23,7 +21,7 @@ unaccounted bits of a byte-wide flag (a quantizer pipeline's per-tensor flags by
 design flag, TCQ's initial state). Truncated, corrupted or foreign bytes raise
 :class:`WireFormatError` naming the tensor and the field; bytes made under another layout,
 spec, seed, user or update index than the receiver's, :class:`AgreedFactError` naming the
-fact (the header binds them: :class:`~gradcomp.compression.wire_records.Agreed`).
+fact (the header binds them: :class:`~gradcomp.wire.records.Agreed`).
 
 A user's class takes part with ``to_bytes(payload, ctx) -> bytes`` and a class method
 ``from_bytes(data, layout, *, rnd, **constructor keywords) -> dict[str, Tensor]``; its bytes
@@ -33,28 +31,31 @@ self-reported (:func:`bits_source`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import torch
 
-from gradcomp.compression import user_compressors
+from gradcomp.coding.fields import WireFormatError
+from gradcomp.compression.agreed_values import AgreedValueError, check_agreed_int
 from gradcomp.compression.build import make_quantizer
-from gradcomp.compression.pipeline_wire import PipelineReceiver
-from gradcomp.compression.registry import COMPRESSORS
+from gradcomp.compression.count_sketch import CountSketch
+from gradcomp.compression.powersgd import LowRank, PowerSGD
 from gradcomp.compression.specs import MAX_SEED, CheckedSpec, check_spec, user_seed
+from gradcomp.compression.tensor_compression import TensorCtx, TensorPayload
 from gradcomp.compression.update_compression import QuantizerPipeline
-from gradcomp.compression.wire_fields import WireFormatError
-from gradcomp.compression.wire_records import (
+from gradcomp.wire.low_rank import LowRankReceiver, encode_low_rank
+from gradcomp.wire.pipeline import PipelineReceiver, encode_pipeline
+from gradcomp.wire.records import (
     FORMAT_VERSION,
     HEADER_BYTES,
     KIND_CODES,
     RECORD_BYTES,
     AgreedFactError,
-    AgreedValueError,
     UpdateLayout,
-    check_agreed_int,
 )
+from gradcomp.wire.sketch import SketchReceiver, encode_sketches
+from gradcomp.wire.user_receiver import UserReceiver
 
 __all__ = [
     "FORMAT_VERSION",
@@ -74,6 +75,25 @@ __all__ = [
     "has_byte_format",
     "make_receiver",
 ]
+
+
+#: The built-in kinds' byte formats: a compressor's class -> its encoder (``(compressor,
+#: payload, ctx) -> bytes``), and a ``compressor`` kind -> its receiver's constructor
+#: (``(spec, layout, *, rnd)``; a ``quantizer`` kind's is :class:`PipelineReceiver`).
+ENCODERS: dict[type, Callable[[Any, Any, Any], bytes]] = {
+    QuantizerPipeline: encode_pipeline,
+    PowerSGD: encode_low_rank,
+    CountSketch: encode_sketches,
+}
+RECEIVERS: dict[str, Callable[..., Any]] = {
+    PowerSGD.kind: LowRankReceiver.of,
+    CountSketch.kind: SketchReceiver.of,
+}
+
+
+def _encoder(compressor: Any) -> Callable[[Any, Any, Any], bytes] | None:
+    """The built-in encoder of ``compressor`` (None for a user's class)."""
+    return next((e for cls, e in ENCODERS.items() if isinstance(compressor, cls)), None)
 
 
 class Receiver(Protocol):
@@ -98,9 +118,6 @@ class PayloadError(TypeError):
 def _check_payload(compressor: Any, payload: Any, ctx: Any) -> None:
     """:class:`PayloadError` unless ``payload`` and ``ctx`` have the shape of a built-in
     compressor's ``compress`` result, for the tensors it compressed."""
-    from gradcomp.compression.powersgd import LowRank, PowerSGD
-    from gradcomp.compression.update_compression import TensorCtx, TensorPayload
-
     kind = type(compressor).__name__
     for argument, value in (("payload", payload), ("ctx", ctx)):
         if not isinstance(value, Mapping):
@@ -158,12 +175,13 @@ def check_same_bits(
 
 
 def has_byte_format(compressor: Any) -> bool:
-    """Whether ``compressor`` writes bytes a receiver decodes: ``to_bytes`` on the object and,
-    for a user's class, ``from_bytes`` on its class."""
+    """Whether ``compressor`` writes bytes a receiver decodes: a built-in kind (its format
+    here, :data:`ENCODERS`) or a user's class with ``to_bytes`` on the object and
+    ``from_bytes`` on its class."""
+    if _encoder(compressor) is not None:
+        return True
     if not callable(getattr(compressor, "to_bytes", None)):
         return False
-    if isinstance(compressor, (QuantizerPipeline, *COMPRESSORS.values())):
-        return True
     return callable(getattr(type(compressor), "from_bytes", None))
 
 
@@ -177,14 +195,17 @@ def bits_source(compressor: Any) -> str:
 
 
 def encode_update(compressor: Any, payload: Any, ctx: Any) -> bytes:
-    """The payload of ``compressor.compress`` as bytes (its ``to_bytes``)."""
+    """The payload of ``compressor.compress`` as bytes (a built-in kind's format, or a user
+    class's ``to_bytes``)."""
     if not has_byte_format(compressor):
         raise TypeError(
             f"{type(compressor).__name__} has no byte format (to_bytes, and from_bytes on "
             "its class): its bits are self-reported"
         )
-    if isinstance(compressor, (QuantizerPipeline, *COMPRESSORS.values())):
+    encoder = _encoder(compressor)
+    if encoder is not None:
         _check_payload(compressor, payload, ctx)
+        return encoder(compressor, payload, ctx)
     data = compressor.to_bytes(payload, ctx)
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{type(compressor).__name__}.to_bytes returned {type(data).__name__}")
@@ -227,7 +248,7 @@ def make_receiver(
                                f"{user_seed(seed, user)} is above {MAX_SEED}")  # fmt: skip
     own = checked.with_seed(user_seed(seed, user))
     if own["compressor"] is not None:
-        return COMPRESSORS[own["compressor"]].receiver(own, layout, rnd=int(rnd))
+        return RECEIVERS[own["compressor"]](own, layout, rnd=int(rnd))
     if own["class"] is not None:
-        return user_compressors.UserReceiver(own, layout, rnd=int(rnd))
+        return UserReceiver(own, layout, rnd=int(rnd))
     return PipelineReceiver(own, layout, make_quantizer(own), rnd=int(rnd))

@@ -2,7 +2,7 @@
 
 One bucket, on every rank (:func:`exchange_bytes`):
 
-1. the rank's compressor encodes its bucket (:func:`gradcomp.compression.wire.encode_update`);
+1. the rank's compressor encodes its bucket (:func:`gradcomp.wire.encode_update`);
 2. **sizes**: each rank's byte count, an int64 viewed as 8 uint8 (:data:`SIZE_BYTES`), is
    all-gathered (``all_gather_single``), so every rank knows every length; a rank whose
    compress or encode raised sends :data:`FAILED` instead and raises its own error after the
@@ -11,7 +11,7 @@ One bucket, on every rank (:func:`exchange_bytes`):
 3. **bytes**: each rank's bytes, zero-padded to the largest length, are all-gathered as one
    uint8 tensor of ``world x max`` bytes on the bucket's device (asynchronously);
 4. every rank decodes every rank's bytes with a receiver built from what it knew before
-   training (:func:`gradcomp.compression.wire.make_receiver`: the spec, the bucket's layout,
+   training (:func:`gradcomp.wire.make_receiver`: the spec, the bucket's layout,
    the run seed, the sender's rank as the user, and the update's index ``rnd``, the number of
    buckets compressed before this one, the same on every rank), sums the decodes in rank
    order in float64 and divides by the world size once: every rank computes the same numbers
@@ -43,8 +43,8 @@ import torch
 import torch.distributed as dist
 
 from gradcomp.compression.inputs import NonFiniteUpdateError
-from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
-from gradcomp.compression.wire_records import check_finite
+from gradcomp.wire import UpdateLayout, encode_update, make_receiver
+from gradcomp.wire.records import check_finite
 
 __all__ = [
     "FAILED",
