@@ -106,7 +106,7 @@ def drawn(tmp_path, monkeypatch):
     """Render Y8 from 8 warm starts x 2 seeds, keeping the figure the library saved."""
     paths = write_tables(tmp_path, warm_starts=8)
     kept = {}
-    real = figure_m.finish
+    real = figure_m.save_figure
 
     def keep(fig, png, *, replicates=None):
         kept["lines"] = [[(ln.get_label(), ln.get_xdata(), ln.get_ydata()) for ln in ax.get_lines()]
@@ -115,7 +115,7 @@ def drawn(tmp_path, monkeypatch):
         kept["ylabels"] = [ax.get_ylabel() for ax in fig.axes]
         real(fig, png, replicates=replicates)
 
-    monkeypatch.setattr(figure_m, "finish", keep)
+    monkeypatch.setattr(figure_m, "save_figure", keep)
     png = tmp_path / "Y8_cnn.png"
     table = figure_m.figure_y8(paths, QUANTIZERS, png, title="Y8 cnn: what does a bit buy?",
                                specs=SPECS, kept_sets=KEPT, baseline="uniform")  # fmt: skip

@@ -2,8 +2,8 @@
 
 from gradcomp import names
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.facets import question_title
-from gradcomp.plotting.paper_y import figure_y4
+from gradcomp.plotting.catalogue import question_title
+from gradcomp.plotting.paper_y_distortion import figure_y4
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,8 +1,8 @@
 """Snakemake script: figure Y5 (M-weighted distortion vs rate with the BA bound)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.facets import question_title
-from gradcomp.plotting.paper_y import figure_y5, tensor_name
+from gradcomp.plotting.catalogue import question_title
+from gradcomp.plotting.paper_y_distortion import figure_y5, tensor_name
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,8 +1,8 @@
 """Snakemake script: figure Y6 (the one-round paired study, with the verdicts' marks)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.facets import question_title
-from gradcomp.plotting.paper_y_paired import figure_y6
+from gradcomp.plotting.catalogue import question_title
+from gradcomp.plotting.paper_y_verdicts import figure_y6
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,7 +1,7 @@
 """Snakemake script: figure Y8 (what a coded bit buys against the distortion weight M)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.facets import question_title
+from gradcomp.plotting.catalogue import question_title
 from gradcomp.plotting.paper_y_m import figure_y8
 from gradcomp.reporting import figure_source_label
 
