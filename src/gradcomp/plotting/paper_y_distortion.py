@@ -12,6 +12,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from gradcomp import names
 from gradcomp.lossy.distortion_study import BOUND, DESIGN_NAMES
 from gradcomp.lossy.run_files import read_snapshot
 from gradcomp.plotting import facets
+from gradcomp.plotting.catalogue import question_title
 from gradcomp.plotting.common import save_figure, set_theme
 from gradcomp.plotting.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
 
@@ -37,13 +39,24 @@ def tensor_name(name: str) -> str:
 
 
 def figure_y4(
-    snapshot: str | Path, png: str | Path, *, tensors: Sequence[str], bins: int, title: str
+    snapshot: str | Path,
+    png: str | Path,
+    *,
+    tensors: Sequence[str],
+    bins: int,
+    model: str,
+    spec: Mapping[str, Any],
+    rate: int,
+    M: int,
+    source: str = "",
 ) -> None:
     """Y4: update entries before and after compression for ``tensors`` (user 0, last round;
     the first :data:`gradcomp.plotting.facets.MAX_PANELS`), stacked full-width panels.
 
     "before" shows the entries the compressor kept (its sparsifier's selection), "after"
-    their reconstructions. Raises ValueError naming a tensor the snapshot does not hold.
+    their reconstructions; the title names ``model``, the compressor's variant (``spec``
+    at ``rate`` and ``M``, :func:`gradcomp.names.variant`) and ``source`` (the data line).
+    Raises ValueError naming a tensor the snapshot does not hold.
     """
     snap = read_snapshot(snapshot)
     missing = [n for n in tensors if n not in snap["before"]]
@@ -60,7 +73,8 @@ def figure_y4(
         kept = snap["kept"][name].numpy().ravel()
         entries[name] = (snap["before"][name].double().numpy().ravel()[kept],
                          snap["after"][name].double().numpy().ravel()[kept])  # fmt: skip
-    draw_y4(entries, png, bins=bins, title=title)
+    shown = f"user 0's update at the last round, {names.variant(spec, rate, M)}"
+    draw_y4(entries, png, bins=bins, title=question_title("Y4", model, shown, source))
 
 
 def draw_y4(
@@ -106,14 +120,17 @@ Y5_NAMES = {
 }
 
 
-def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
+def figure_y5(
+    rd_tsv: str | Path, png: str | Path, *, model: str, tensor: str, source: str = ""
+) -> None:
     """Y5: how far above the rate-distortion bound each quantizer's M-weighted distortion
     lies, in dB at the coded bits it spends (its index entropy; ``gap_db`` of the distortion
     study: its distortion over the bound's D(R) at those bits), one panel per M (of more
     than two, M = 0 and 2; T6 holds every M) on one scale, the bound (the Blahut-Arimoto
     curve of the fitted GenNorm) the 0 dB line.
     Points beyond the bound's resolved range (no ``gap_db``) are left out."""
-    draw_y5(pd.read_csv(rd_tsv, sep="\t"), png, title=title)
+    shown = f"the kept entries of one update's {tensor_name(tensor)}"
+    draw_y5(pd.read_csv(rd_tsv, sep="\t"), png, title=question_title("Y5", model, shown, source))
 
 
 def draw_y5(rd: pd.DataFrame, png: str | Path, *, title: str) -> None:

@@ -32,6 +32,7 @@ from matplotlib.lines import Line2D
 from gradcomp import names
 from gradcomp.lossy.paper_y_tables import one_round_data
 from gradcomp.plotting import facets
+from gradcomp.plotting.catalogue import question_title
 from gradcomp.plotting.common import save_figure, set_theme
 from gradcomp.plotting.palette import GREYS
 from gradcomp.plotting.paper_y_points import MIN_REPLICATES
@@ -184,7 +185,8 @@ def figure_y8(
     quantizers: Mapping[str, str],
     png: str | Path,
     *,
-    title: str,
+    model: str,
+    source: str = "",
     specs: Mapping[str, Mapping[str, Any]] | None = None,
     kept_sets: Mapping[str, str] | None = None,
     baseline: str | None = None,
@@ -198,8 +200,9 @@ def figure_y8(
     design's units, the series set a little apart along x so that their intervals do not
     cover each other; a dotted grey line per rate through the uncompressed aggregate's gain
     over the same bits (the mean over the rate's series at each M). ``quantizers``: name ->
-    kind in config order; ``title``: the figure's title (question and data line). Returns
+    kind in config order; the title names ``model`` and ``source`` (the data line). Returns
     the plotted numbers (:func:`m_points`)."""
+    title = question_title("Y8", model, source)
     return draw_y8(one_round_data(tables), quantizers, png, title=title, specs=specs,
                    kept_sets=kept_sets, baseline=baseline, curves=curves,
                    rates=rates)  # fmt: skip

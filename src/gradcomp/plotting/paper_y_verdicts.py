@@ -19,6 +19,7 @@ import pandas as pd
 
 from gradcomp.lossy.paper_y_tables import one_round_data
 from gradcomp.plotting import facets
+from gradcomp.plotting.catalogue import question_title
 from gradcomp.plotting.common import save_figure, set_theme
 from gradcomp.plotting.palette import GREYS, SERIES
 from gradcomp.plotting.paper_y_points import (
@@ -99,9 +100,9 @@ def figure_y6(
     quantizers: dict[str, str],
     png: str | Path,
     *,
-    title: str,
+    model: str,
+    source: str = "",
     verdicts: str | Path | pd.DataFrame | None = None,
-    model: str | None = None,
     curves: Mapping[str, str] | None = None,
     kept_sets: Mapping[str, str] | None = None,
     specs: Mapping[str, Mapping[str, Any]] | None = None,
@@ -114,8 +115,9 @@ def figure_y6(
     question about it, read from ``verdicts`` (the verdict table,
     :func:`gradcomp.statistics.verdicts.table_verdicts`' TSV, or its frame) as it is: a column per
     reference, a mark per verdict (:data:`VERDICT_MARKS`). ``kept_sets``: compressor -> kept set.
-    The height grows with the number of variants, the width does not."""
-    draw_y6(one_round_data(tables), quantizers, png, title=title,
+    The title names ``model`` (whose verdicts are read) and ``source`` (the data line). The
+    height grows with the number of variants, the width does not."""
+    draw_y6(one_round_data(tables), quantizers, png, title=question_title("Y6", model, source),
             verdicts=_read_verdicts(verdicts, model), curves=curves, kept_sets=kept_sets,
             specs=specs)  # fmt: skip
 
