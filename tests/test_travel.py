@@ -49,7 +49,7 @@ def test_the_rate_is_read_where_the_docs_say_and_in_at_most_8_files() -> None:
 
 def test_the_rate_tracer_sees_each_kind_of_read_and_no_hand_on() -> None:
     """Against the code's own landmarks, found independently of the tracer: the registry's
-    class for the entry's quantizer (reads ``spec['rate']``), the module of ``check_spec``
+    class for the entry's quantizer (reads ``spec['rate']``), the module of ``check_rate``
     (compares the value), of ``expand_entries`` (reads the entry's ``rates``) and of the study's
     lossy section (reads ``variant.rate``) are reads; the modules that only hand on the spec
     are not (planted bugs: a tracer that tags no value misses the spec check, one that watches
@@ -59,7 +59,8 @@ def test_the_rate_tracer_sees_each_kind_of_read_and_no_hand_on() -> None:
 
     from gradcomp.compression.entries import expand_entries
     from gradcomp.compression.registry import QUANTIZERS
-    from gradcomp.compression.specs import CheckedSpec, check_spec
+    from gradcomp.compression.spec_checks import check_rate
+    from gradcomp.compression.specs import CheckedSpec
     from gradcomp.compression.users import compressor_factory
     from gradcomp.lossy.federated import run_federated
     from gradcomp.lossy.federated_stage import federated_stage
@@ -67,10 +68,10 @@ def test_the_rate_tracer_sees_each_kind_of_read_and_no_hand_on() -> None:
 
     for entry, kind in (("gennorm", "lloyd"), ("uniform", "uniform")):
         reads = rate_reads(entry)
-        for obj in (QUANTIZERS[kind], check_spec, expand_entries, lossy.build_lossy):
+        for obj in (QUANTIZERS[kind], check_rate, expand_entries, lossy.build_lossy):
             assert _module_file(obj) in reads, (entry, obj)
         for obj in (compressor_factory, run_federated, federated_stage):
             assert _module_file(obj) not in reads, (entry, obj)
         assert _module_file(questions.build_verdicts) in reads  # the questions' rates
         assert "workflow/rules/common.smk" in reads and "Snakefile" not in reads
-    assert CheckedSpec.__getitem__.__module__ == "gradcomp.compression.specs"  # restored
+    assert CheckedSpec.__getitem__.__module__ == "gradcomp.compression.checked_spec"  # restored

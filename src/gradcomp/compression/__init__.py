@@ -1,43 +1,7 @@
-"""GRACE-style compressors for model updates (paper Y and the field's baselines).
-
-One idea per module: :mod:`~gradcomp.compression.inputs` (what a compressor takes: a dict of
-finite float tensors), :mod:`~gradcomp.compression.rates` (uplink bits by part),
-:mod:`~gradcomp.compression.memory` (error feedback), :mod:`~gradcomp.compression.sparsifiers`
-(which entries are sent), :mod:`~gradcomp.compression.value_quantizers` (the sent values:
-interface and simple kinds; one module per model-based kind, :mod:`~.registry` maps names to
-classes), :mod:`~gradcomp.compression.update_compression` (a whole update
-through one compressor: ``compress`` / ``decompress`` / ``rate``) and
-:mod:`~gradcomp.compression.specs` (checking compressors' plain-dict specs),
-:mod:`~gradcomp.compression.build` (building them),
-:mod:`~gradcomp.compression.users` (every user's compressor of a run, seeded apart, and the
-server's receivers),
-:mod:`~gradcomp.compression.entries` (config entries expanded into variants) and
-:mod:`~gradcomp.compression.protocol` (the interface a user's compressor implements).
-
-The kinds, one per module: :mod:`~gradcomp.compression.lloyd_quantizer` (paper Y's
-model-based quantizer), :mod:`~gradcomp.compression.kmeans_quantizer` (the data-optimal
-reference), :mod:`~gradcomp.compression.gaussian_channel` (the rate-distortion reference),
-:mod:`~gradcomp.compression.float8`, :mod:`~gradcomp.compression.tcq_quantizer` (trellis-coded
-quantization), :mod:`~gradcomp.compression.ecsq_quantizer` (entropy-constrained, for the coded
-bits) with :mod:`~gradcomp.compression.ecsq_data_quantizer` (its design on the data) and
-:mod:`~gradcomp.compression.count_sketch` (on the hashes of
-:mod:`~gradcomp.compression.sketch_hash`; FetchSGD's protocol, users sketch and the server sums, in
-:mod:`~gradcomp.compression.fetchsgd`).
-
-The field's compressors, one per module: :mod:`~gradcomp.compression.qsgd`,
-:mod:`~gradcomp.compression.terngrad` (both on
-:mod:`~gradcomp.compression.stochastic_levels`), :mod:`~gradcomp.compression.scaled_sign`
-(signSGD with error feedback), :mod:`~gradcomp.compression.random_k` (a sparsifier) and
-:mod:`~gradcomp.compression.powersgd` (a whole-update compressor); a user's own class goes
-through :mod:`~gradcomp.compression.user_compressors`.
-
-The uplink's byte format (every compressor's payload as bytes a receiver decodes alone):
-:mod:`~gradcomp.compression.wire` (the API: :class:`~gradcomp.compression.wire.UpdateLayout`,
-``encode_update``, ``make_receiver``), on :mod:`~gradcomp.compression.wire_fields` (the
-fields and their errors) and :mod:`~gradcomp.compression.wire_records` (header and framed
-records), with the layouts of :mod:`~gradcomp.compression.pipeline_wire` (a quantizer
-pipeline) and :mod:`~gradcomp.compression.sketch_wire` (a count sketch; PowerSGD's is in its
-module).
+"""GRACE-style compressors of model updates (paper Y and the field's baselines): the compressor
+interface, one module per kind, the registry that names them, spec checking and building, and
+the uplink's byte format. Knows no federated training: it sits on ``gradcomp.quantization``
+and ``gradcomp.coding``, below ``gradcomp.lossy`` and ``gradcomp.distributed``.
 """
 
 from gradcomp.compression.build import build_compressor, make_quantizer

@@ -7,7 +7,7 @@ its label in tables), the one place that label is built.
 An entry takes ``name``, ``curve`` (the rate curve its variants join, default the
 name), ``quantizer``, ``compressor``, ``class``, ``family``,
 ``lloyd_fit``, ``sparsifier``, ``topk``, ``error_feedback``, ``memory_mode``, ``memory_decay``,
-``min_entries``, ``states`` and the option keys of :mod:`gradcomp.compression.specs`, and the
+``min_entries``, ``states`` and the registered kinds' options (:func:`entry_keys`), and the
 lists ``rates`` and ``M`` (default ``[0]``; integers, as they name the runs) whose product
 gives the variants; the spec keys of ``defaults`` that its kind takes fill what it does not
 set. A ``class`` entry's keys other than ``name``, ``class``, ``rates`` and ``M`` are its
@@ -27,32 +27,40 @@ from typing import Any, NamedTuple, cast
 
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.specs import (
-    OPTION_KEYS,
     SOURCE_KEYS,
     CheckedSpec,
     SpecError,
     check_spec,
     is_number,
+    option_keys,
     variant_label,
 )
 from gradcomp.errors import did_you_mean
 
 __all__ = [
-    "ENTRY_KEYS",
     "EntryError",
     "EntryProblem",
     "Variant",
+    "entry_keys",
     "entry_kind",
     "expand_entries",
     "variant_label",
 ]
 
-#: Keys of a compressor entry; ``rates`` and ``M`` are lists there.
-ENTRY_KEYS = (
+#: Keys of a compressor entry besides the kinds' options; ``rates`` and ``M`` are lists there.
+BASE_ENTRY_KEYS = (
     "name", "curve", "quantizer", "compressor", "class", "family", "lloyd_fit", "rates", "M",
     "sparsifier", "topk", "topk_budget_percent", "error_feedback", "memory_mode", "memory_decay",
-    "min_entries", "states", *OPTION_KEYS,
+    "min_entries", "states",
 )  # fmt: skip
+
+
+def entry_keys() -> tuple[str, ...]:
+    """Every key of a compressor entry: :data:`BASE_ENTRY_KEYS`, then the registered kinds'
+    options (:func:`~gradcomp.compression.checked_spec.option_keys`)."""
+    return (*BASE_ENTRY_KEYS, *option_keys())
+
+
 _NAME = re.compile(r"^[a-z][a-z0-9]*$")
 
 
@@ -144,14 +152,13 @@ def _entry_problems(
     if not isinstance(entry, Mapping):
         return [EntryProblem(i, "", f"must be a mapping, got {entry!r}")], []
     user = "class" in entry  # a user class: the other keys are its options
+    keys = entry_keys()
     problems = [
         EntryProblem(
-            i,
-            key,
-            f"unknown key{did_you_mean(key, ENTRY_KEYS)}; allowed keys are {', '.join(ENTRY_KEYS)}",
+            i, key, f"unknown key{did_you_mean(key, keys)}; allowed keys are {', '.join(keys)}"
         )
         for key in entry
-        if key not in ENTRY_KEYS and not user
+        if key not in keys and not user
     ]
     name = entry.get("name")
     if not (isinstance(name, str) and _NAME.match(name)):

@@ -40,17 +40,15 @@ import numpy as np
 import torch
 
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
-from gradcomp.quantization.grids import amax_exponent, as_numpy, get_grid
+from gradcomp.quantization.grids import EXPONENT_BITS, SCALINGS, amax_exponent, as_numpy, get_grid
 
-__all__ = ["FLOAT8_FORMATS", "FLOAT8_SCALINGS", "FLOAT8_TIES", "Float8", "Float8Values"]
+__all__ = ["FLOAT8_FORMATS", "FLOAT8_TIES", "Float8", "Float8Values"]
 
 log = logging.getLogger(__name__)
 
 #: ``float8_format`` values -> grid names.
 FLOAT8_FORMATS = {"e5m2": "fp8_e5m2", "e4m3": "fp8_e4m3"}
-FLOAT8_SCALINGS = ("none", "amax")
 FLOAT8_TIES = ("even", "upper")
-EXPONENT_BITS = 8
 _K_RANGE = (-(2 ** (EXPONENT_BITS - 1)), 2 ** (EXPONENT_BITS - 1) - 1)
 
 
@@ -88,7 +86,7 @@ def round_to_grid(v: np.ndarray, levels: np.ndarray, ties: str) -> np.ndarray:
 
 class Float8(ValueQuantizer):
     """``float8``: see the module doc. ``fmt`` in :data:`FLOAT8_FORMATS`, ``scaling`` in
-    :data:`FLOAT8_SCALINGS`, ``ties`` in :data:`FLOAT8_TIES`.
+    :data:`~gradcomp.quantization.grids.SCALINGS`, ``ties`` in :data:`FLOAT8_TIES`.
 
     Beyond its grid: saturates, the one kind that clamps (an 8-bit float's recipe, and what
     ``float8_e4m3fn`` casts do); each tensor's count is ``Float8Values.saturated``, the total
@@ -107,7 +105,7 @@ class Float8(ValueQuantizer):
     }
     choices: ClassVar[dict[str, tuple[str, ...]]] = {
         "float8_format": tuple(FLOAT8_FORMATS),
-        "float8_scaling": FLOAT8_SCALINGS,
+        "float8_scaling": SCALINGS,
         "float8_ties": FLOAT8_TIES,
     }
 

@@ -2,9 +2,13 @@
 kinds a spec's ``quantizer`` names; each is run inside a
 :class:`~gradcomp.compression.update_compression.QuantizerPipeline`), and :data:`COMPRESSORS`,
 the self-contained compressors (the kinds a spec's ``compressor`` names: PowerSGD, count
-sketch), which take a whole update themselves."""
+sketch), which take a whole update themselves. A kind is one class, its options declared on it
+(``options``: key -> default, ``check_option``); :func:`register` adds one, and spec checking,
+building and the config schema take it from here."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from gradcomp.compression.count_sketch import CountSketch
 from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
@@ -25,7 +29,7 @@ from gradcomp.compression.value_quantizers import (
     ValueQuantizer,
 )
 
-__all__ = ["COMPRESSORS", "QUANTIZERS"]
+__all__ = ["COMPRESSORS", "QUANTIZERS", "register"]
 
 #: Value quantizers by kind.
 QUANTIZERS: dict[str, type[ValueQuantizer]] = {
@@ -49,4 +53,20 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
 
 #: Self-contained compressor kinds, a spec's ``compressor`` (built by ``cls.from_spec(spec)``;
 #: keys in ``cls.spec_keys``).
-COMPRESSORS = {cls.kind: cls for cls in (PowerSGD, CountSketch)}
+COMPRESSORS: dict[str, type[Any]] = {cls.kind: cls for cls in (PowerSGD, CountSketch)}
+
+
+def register(cls: type) -> type:
+    """Add kind ``cls`` under its ``kind`` name and return it (a class decorator too): a
+    :class:`ValueQuantizer` subclass to :data:`QUANTIZERS`, another class (``from_spec``,
+    ``spec_keys``, ``max_rate``) to :data:`COMPRESSORS`. A name taken is refused."""
+    kind = getattr(cls, "kind", None)
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"{cls.__name__} has no kind name (class attribute kind)")
+    if kind in QUANTIZERS or kind in COMPRESSORS:
+        raise ValueError(f"kind {kind!r} is already registered")
+    if issubclass(cls, ValueQuantizer):
+        QUANTIZERS[kind] = cls
+    else:
+        COMPRESSORS[kind] = cls
+    return cls

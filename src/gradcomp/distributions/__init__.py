@@ -1,10 +1,6 @@
 """Maximum-likelihood fits of gradient entries (Norm, Laplace, GenNorm, double Weibull) and
-their goodness of fit, in scipy.stats' names (``beta``, ``c``, ``loc``, ``scale``).
-
-:mod:`~gradcomp.distributions.fitting` is the public fit API,
-:mod:`~gradcomp.distributions.goodness_of_fit` the paper-L metrics; the MLE machinery lives
-in :mod:`~gradcomp.distributions.power_family` and :mod:`~gradcomp.distributions.free_location`;
-:mod:`~gradcomp.distributions.checks` turns the input into one flat float64 array or a clear error.
+their goodness of fit, in scipy.stats' names (``beta``, ``c``, ``loc``, ``scale``). The
+library's floor: it imports no other package of it.
 """
 
 from gradcomp.distributions.checks import GradientDataError, check_gradient

@@ -27,7 +27,7 @@ and the share that saturate (``saturated_share``). The ``scaling`` dimension say
 the entries meet the grid: ``none`` quantizes the raw gradient (paper L); ``amax`` first
 multiplies the tensor by the power of two ``2**scale_exponent`` that puts its largest
 magnitude in the grid's top binade (as FP8 training recipes do), the exponent being
-:data:`EXPONENT_BITS` bits of side information charged to every coder.
+:data:`~gradcomp.quantization.grids.EXPONENT_BITS` bits of side information charged to every coder.
 """
 
 from __future__ import annotations
@@ -53,11 +53,16 @@ from gradcomp.coding.registry import CoderSpec, builtin_specs
 from gradcomp.distributions import FittedDistribution
 from gradcomp.lossless.dumps import read_dump
 from gradcomp.lossless.fit_lossless import fitted_from_row
-from gradcomp.quantization.grids import GridQuantizer, amax_exponent, get_grid
+from gradcomp.quantization.grids import (
+    EXPONENT_BITS,
+    SCALINGS,
+    GridQuantizer,
+    amax_exponent,
+    get_grid,
+)
 
 log = logging.getLogger(__name__)
 
-EXPONENT_BITS = 8
 CODING_COLUMNS = (
     "model", "run", "epoch", "kind", "tensor", "numel", "grid", "scaling", "scale_exponent",
     "accounting", "coder", "length", "payload_bits", "side_bits", "total_bits", "bits_per_entry",
@@ -78,7 +83,6 @@ __all__ = [
     "code_lossless", "code_run", "code_tensor", "code_values", "coding_table", "fp8_bytes",
     "merge_streamed", "model_code", "scaled_grid",
 ]  # fmt: skip
-SCALINGS = ("none", "amax")
 
 
 def model_code(fitted: FittedDistribution, grid: GridQuantizer) -> tuple[HuffmanCode, np.ndarray]:
@@ -180,7 +184,8 @@ def scaled_grid(values: np.ndarray, grid_name: str, scaling: str) -> tuple[GridQ
 
     ``none``: the named grid as it is (``k = 0``); ``amax``: the grid in data units
     ``2**-k`` times the unit grid, with ``k`` from :func:`amax_exponent` on the largest
-    magnitude of ``values`` (it must fit :data:`EXPONENT_BITS` signed bits).
+    magnitude of ``values`` (it must fit
+    :data:`~gradcomp.quantization.grids.EXPONENT_BITS` signed bits).
     """
     if scaling == "none":
         return _grid(grid_name, 1.0), 0
@@ -275,7 +280,7 @@ def code_run(
 
     ``fits`` is the run's fit table (:func:`gradcomp.lossless.fit_lossless.fit_run`):
     only tensors it has rows for are coded, with the fitted ``families``. ``scalings``:
-    of :data:`SCALINGS` (see :func:`scaled_grid`);
+    of :data:`~gradcomp.quantization.grids.SCALINGS` (see :func:`scaled_grid`);
     ``coders``, ``general_purpose`` and ``verify``: as in :func:`code_tensor`.
     """
     index = fits.set_index(["epoch", "kind", "tensor", "family"]).sort_index()

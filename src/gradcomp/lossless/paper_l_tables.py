@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from gradcomp import reporting
-from gradcomp.lossless.code_lossless import SCALINGS
 from gradcomp.lossless.positions import read_with_positions
+from gradcomp.quantization.grids import SCALINGS
 
 T2_METRICS = ("loglik_per_entry", "aic", "ks", "w2", "tail_log10_err")
 

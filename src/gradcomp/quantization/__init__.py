@@ -1,17 +1,4 @@
-"""Scalar quantization: fixed grids (FP8, FP4, uniform; :mod:`~gradcomp.quantization.grids`),
-the nearest-level quantizer with its one tie rule (:mod:`~gradcomp.quantization.level_quantizer`),
-uniform levels from a tensor's min to max (:mod:`~gradcomp.quantization.minmax_levels`), the
-fitted laws' cell moments (:mod:`~gradcomp.quantization.symmetric_law`, far tails in
-:mod:`~gradcomp.quantization.tail_gamma`), Lloyd design under the |g|^M weighted distortion
-(:mod:`~gradcomp.quantization.lloyd`, Newton steps in :mod:`~gradcomp.quantization.lloyd_newton`,
-many designs at once in :mod:`~gradcomp.quantization.lloyd_batch`,
-the authors' released variant in :mod:`~gradcomp.quantization.released_lloyd`), the
-entropy-constrained design under the same distortion (:mod:`~gradcomp.quantization.ecsq` on
-weighted points, :mod:`~gradcomp.quantization.ecsq_law` for a fitted law, both giving a
-:mod:`~gradcomp.quantization.ecsq_result`; its distance to D(R):
-:mod:`~gradcomp.quantization.rd_gap`), its data
-counterpart (weighted k-means, :mod:`~gradcomp.quantization.kmeans`), trellis-coded
-quantization (:mod:`~gradcomp.quantization.tcq`), that distortion on data
-(:mod:`~gradcomp.quantization.distortion`) and the rate-distortion bound
-(:mod:`~gradcomp.quantization.rate_distortion`, its points along the curve:
-:mod:`~gradcomp.quantization.rd_sweep`)."""
+"""Scalar quantization: fixed grids (FP8, FP4, uniform), the nearest-level quantizer, Lloyd and
+entropy-constrained design under the |g|^M weighted distortion, weighted k-means,
+trellis-coded quantization and the rate-distortion bound. It sits on
+``gradcomp.distributions``."""

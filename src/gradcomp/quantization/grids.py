@@ -33,7 +33,9 @@ import numpy as np
 from gradcomp.quantization.level_quantizer import nearest_index
 
 __all__ = [
+    "EXPONENT_BITS",
     "GRIDS",
+    "SCALINGS",
     "GridQuantizer",
     "amax_exponent",
     "as_numpy",
@@ -323,6 +325,13 @@ GRIDS: dict[str, Callable[..., GridQuantizer]] = {
     "fp4_e2m1": _fp_factory(2, 1, 1, "none", "fp4_e2m1"),
     "uniform": uniform_grid,
 }
+
+
+#: How a tensor is put on a grid: as it is (``none``), or scaled by the power of two of
+#: :func:`amax_exponent` (``amax``; the exponent travels as side information).
+SCALINGS = ("none", "amax")
+#: Bits of that exponent, a signed integer (``amax`` scaling's side information per tensor).
+EXPONENT_BITS = 8
 
 
 def amax_exponent(amax: float, unit_max: float) -> int:
