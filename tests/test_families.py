@@ -12,7 +12,8 @@ import yaml
 from conftest import REPO
 from gradcomp.compression import LLOYD_FAMILIES
 from gradcomp.distributions import FAMILIES, fit
-from gradcomp.plotting.paper_l_drawings import FAMILY_COLORS, FAMILY_LABELS
+from gradcomp.plotting.palette import FAMILY_COLORS
+from gradcomp.plotting.paper_l_panels import FAMILY_LABELS
 from gradcomp.quantization import lloyd
 from gradcomp.study.config import code_lists
 

@@ -106,7 +106,7 @@ def drawn(tmp_path, monkeypatch):
     """Render Y8 from 8 warm starts x 2 seeds, keeping the figure the library saved."""
     paths = write_tables(tmp_path, warm_starts=8)
     kept = {}
-    real = figure_m.finish
+    real = figure_m.save_figure
 
     def keep(fig, png, *, replicates=None):
         kept["lines"] = [[(ln.get_label(), ln.get_xdata(), ln.get_ydata()) for ln in ax.get_lines()]
@@ -115,9 +115,9 @@ def drawn(tmp_path, monkeypatch):
         kept["ylabels"] = [ax.get_ylabel() for ax in fig.axes]
         real(fig, png, replicates=replicates)
 
-    monkeypatch.setattr(figure_m, "finish", keep)
+    monkeypatch.setattr(figure_m, "save_figure", keep)
     png = tmp_path / "Y8_cnn.png"
-    table = figure_m.figure_y8(paths, QUANTIZERS, png, title="Y8 cnn: what does a bit buy?",
+    table = figure_m.figure_y8(paths, QUANTIZERS, png, model="cnn",
                                specs=SPECS, kept_sets=KEPT, baseline="uniform")  # fmt: skip
     return paths, png, table, kept
 
@@ -193,7 +193,7 @@ def test_few_warm_starts_draw_their_values_not_an_interval(tmp_path) -> None:
     standard is still met (no interval, so no replicates needed)."""
     paths = write_tables(tmp_path, warm_starts=3, seeds=1, rounds=1)
     png = tmp_path / "Y8_cnn.png"
-    table = figure_m.figure_y8(paths, QUANTIZERS, png, title="Y8 cnn: what does a bit buy?",
+    table = figure_m.figure_y8(paths, QUANTIZERS, png, model="cnn",
                                specs=SPECS, kept_sets=KEPT, baseline="uniform")  # fmt: skip
     row = read_png_row(png)
     assert row["intervals"] == 0 and row["replicates"] is None and violations(row) == []
@@ -209,7 +209,7 @@ def test_only_the_Ms_the_study_ran(tmp_path) -> None:
         keep = ~d["M"].isin([1, 3, 4]) & ~((d["compressor"] == "kmeans") & (d["M"] == 0))
         d[keep].to_csv(p, sep="\t", index=False)
     png = tmp_path / "Y8_cnn.png"
-    table = figure_m.figure_y8(paths, QUANTIZERS, png, title="Y8 cnn: what does a bit buy?",
+    table = figure_m.figure_y8(paths, QUANTIZERS, png, model="cnn",
                                specs=SPECS, kept_sets=KEPT, baseline="uniform")  # fmt: skip
     assert sorted(set(table.loc[table["compressor"] == "kmeans", "M"])) == [2]
     assert sorted(set(table.loc[table["compressor"] == "gennorm", "M"])) == [0, 2]
@@ -223,7 +223,7 @@ def test_without_its_quantizers_the_figure_says_so(tmp_path) -> None:
         d = pd.read_csv(p, sep="\t")
         d[d["compressor"].isin(["none", "uniform"])].to_csv(p, sep="\t", index=False)
     png = tmp_path / "Y8_cnn.png"
-    table = figure_m.figure_y8(paths, QUANTIZERS, png, title="Y8 cnn: what does a bit buy?",
+    table = figure_m.figure_y8(paths, QUANTIZERS, png, model="cnn",
                                specs=SPECS, kept_sets=KEPT, baseline="uniform")  # fmt: skip
     assert table.empty
     row = read_png_row(png)

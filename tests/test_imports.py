@@ -137,7 +137,7 @@ def test_parsing_the_workflow_loads_no_plotting_library() -> None:
     """The Snakefile's parse (its imports and the study built from the default config, L5's
     coder colours included) loads neither matplotlib nor seaborn: the layers run one way, and
     every ``snakemake`` call, a dry run too, stays cheap (planted bug: the coder colours read
-    from gradcomp.plotting.paper_l_drawings, which imports matplotlib)."""
+    from gradcomp.plotting.paper_l_panels, which imports matplotlib)."""
     code = PARSE.format(src=str(SRC), config=str(REPO / "config/config.yaml"),
                         schema=str(REPO / "workflow/schemas/config.schema.yaml"))  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -155,7 +155,7 @@ LAYERS = [
     ("gradcomp.coding", "gradcomp.lossless", "coders know no study"),
     ("gradcomp.distributed", "gradcomp.lossy", "the DDP hook builds its compressors from the "
      "compression package, not from the federated training loop"),
-    ("gradcomp.study", "gradcomp.plotting.paper_l_drawings", "the config's parse draws nothing"),
+    ("gradcomp.study", "gradcomp.plotting.paper_l_panels", "the config's parse draws nothing"),
 ]  # fmt: skip
 
 

@@ -15,8 +15,11 @@ import scipy.stats
 
 from gradcomp import names
 from gradcomp.lossless.fit_lossless import fit_tensor
-from gradcomp.plotting import paper_l_drawings as lplots
-from gradcomp.plotting.paper_l import PAPER_CODERS, figure_l5
+from gradcomp.plotting import palette, paper_l_coded_size, paper_l_epochs, paper_l_laws
+from gradcomp.plotting.paper_l_coded_size import PAPER_CODERS, figure_l5
+from gradcomp.plotting.paper_l_epochs import draw_l3, draw_l4
+from gradcomp.plotting.paper_l_laws import draw_l1, draw_l2
+from gradcomp.plotting.paper_l_panels import MIN_BAND_RUNS
 from gradcomp.plotting.standard import read_png_row, violations
 
 FAMILIES = ("norm", "laplace", "gennorm")
@@ -27,7 +30,10 @@ TENSORS = {"lower": "conv1.weight", "middle": "layers.4.conv2.weight", "upper": 
 def captured(monkeypatch) -> list:
     """(figure, keywords) handed to save_figure, kept open instead of written."""
     figures: list = []
-    monkeypatch.setattr(lplots, "save_figure", lambda fig, path, **kw: figures.append((fig, kw)))
+    for module in (paper_l_laws, paper_l_epochs, paper_l_coded_size):
+        monkeypatch.setattr(
+            module, "save_figure", lambda fig, path, **kw: figures.append((fig, kw))
+        )
     return figures
 
 
@@ -94,10 +100,10 @@ def test_l1_and_l2_meet_the_standard(tensors, tmp_path) -> None:
     writes them (planted bugs that fail it: the 18 panels of three epochs, 120 hairline bars
     at 4 px tick labels, a symlog or 8-decade log x axis squeezing the tails)."""
     samples, fits = tensors
-    lplots.plot_histograms(samples, fits, title="L1", png_path=tmp_path / "L1_m.png")
+    draw_l1(samples, fits, title="L1", png_path=tmp_path / "L1_m.png")
     meets_the_standard(tmp_path / "L1_m.png", panels=6)
     bits = {p: {"gennorm": 6.17, "laplace": 6.21, "norm": 6.38} for p in TENSORS}
-    lplots.plot_tails(samples, fits, title="L2", png_path=tmp_path / "L2_m.png", code_bits=bits)
+    draw_l2(samples, fits, title="L2", png_path=tmp_path / "L2_m.png", code_bits=bits)
     row = meets_the_standard(tmp_path / "L2_m.png", panels=3)
     assert any("GenNorm 6.170" in t for t in row["texts"])
 
@@ -105,13 +111,13 @@ def test_l1_and_l2_meet_the_standard(tensors, tmp_path) -> None:
 @pytest.mark.slow
 def test_l1_and_l2_colour_each_law_and_name_it_as_a_reader_does(tensors, captured) -> None:
     samples, fits = tensors
-    lplots.plot_histograms(samples, fits, title="L1", png_path="x.png")
-    lplots.plot_tails(samples, fits, title="L2", png_path="x.png")
+    draw_l1(samples, fits, title="L1", png_path="x.png")
+    draw_l2(samples, fits, title="L2", png_path="x.png")
     for fig, _ in captured:
         colours = one_legend_under_the_panels(fig)
         for family in FAMILIES:
             assert colours[f"{names.law(family)} fit"] == mcolors.to_rgb(
-                lplots.FAMILY_COLORS[family]
+                palette.FAMILY_COLORS[family]
             )
     # L2's x axis: |entry| / sd, linear, starting at 0
     tails = captured[1][0].axes[0]
@@ -128,15 +134,15 @@ def test_l3_and_l4_draw_each_run_below_five_runs_and_a_band_from_five(
     replicates; six runs: the mean with a band, save_figure told 6 (planted bug: the ±sd band
     over two runs that took L4's beta below 0)."""
     fits = fits_table(runs)
-    lplots.plot_metric_by_epoch(fits, metric="w2", ylabel="W2", title="L3", png_path="x.png")
-    lplots.plot_gennorm_parameters(fits, title="L4", png_path="x.png")
+    draw_l3(fits, metric="w2", ylabel="W2", title="L3", png_path="x.png")
+    draw_l4(fits, title="L4", png_path="x.png")
     (l3, l3_kw), (l4, l4_kw) = captured
     for fig, kw, per_panel in ((l3, l3_kw, len(FAMILIES)), (l4, l4_kw, 2)):
         assert len(fig.axes) == 6
         one_legend_under_the_panels(fig)
         for ax in fig.axes:
             bands = [c for c in ax.collections if c.get_label() and c.get_array() is None]
-            if runs < lplots.MIN_BAND_RUNS:
+            if runs < MIN_BAND_RUNS:
                 assert len(ax.lines) - len(_guides(ax)) == per_panel * runs and not bands
                 assert kw["replicates"] is None
             else:
@@ -144,9 +150,9 @@ def test_l3_and_l4_draw_each_run_below_five_runs_and_a_band_from_five(
                 assert kw["replicates"] == runs
     colours = one_legend_under_the_panels(l3)
     for family in FAMILIES:
-        assert colours[names.law(family)] == mcolors.to_rgb(lplots.FAMILY_COLORS[family])
+        assert colours[names.law(family)] == mcolors.to_rgb(palette.FAMILY_COLORS[family])
     title = l3.legends[0].get_title().get_text()
-    assert title.startswith("one line per run" if runs < lplots.MIN_BAND_RUNS else "mean ± sd")
+    assert title.startswith("one line per run" if runs < MIN_BAND_RUNS else "mean ± sd")
 
 
 def _guides(ax) -> list:
@@ -156,10 +162,10 @@ def _guides(ax) -> list:
 @pytest.mark.slow
 def test_l3_and_l4_meet_the_standard(tmp_path) -> None:
     fits = fits_table(2)
-    lplots.plot_metric_by_epoch(fits, metric="w2", ylabel="W2", title="L3",
+    draw_l3(fits, metric="w2", ylabel="W2", title="L3",
                                 png_path=tmp_path / "L3_m.png", log_y=True)  # fmt: skip
     meets_the_standard(tmp_path / "L3_m.png", panels=6)
-    lplots.plot_gennorm_parameters(fits, title="L4", png_path=tmp_path / "L4_m.png")
+    draw_l4(fits, title="L4", png_path=tmp_path / "L4_m.png")
     meets_the_standard(tmp_path / "L4_m.png", panels=6)
 
 
@@ -186,7 +192,7 @@ def test_l5_is_the_papers_three_codes_and_l5b_every_other_coder(captured, tmp_pa
 
     Planted bugs that fail it: the 13 coders in one figure, a bound's legend entry solid like
     its code, a Huffman code coloured other than its law, an identifier as a legend label."""
-    coders = [*lplots.CODER_COLORS, "huffman_dweibull"]  # the last one is not drawn by default
+    coders = [*palette.CODER_COLORS, "huffman_dweibull"]  # the last one is not drawn by default
     coding, positions = coding_files(tmp_path, coders)
     figure_l5([coding], positions, "x.png", "y.png", model="m")
     (l5, _), (l5b, _) = captured
@@ -194,24 +200,24 @@ def test_l5_is_the_papers_three_codes_and_l5b_every_other_coder(captured, tmp_pa
     assert list(colours) == [names.coder(c) for c in PAPER_CODERS]
     for family in ("gennorm", "norm"):
         assert colours[names.coder(f"huffman_{family}")] == mcolors.to_rgb(
-            lplots.FAMILY_COLORS[family]
+            palette.FAMILY_COLORS[family]
         )
     assert len(set(colours.values())) == 3
     assert [ax.get_title().split("\n")[0] for ax in l5.axes] == [
         "all tensors",
         *(f"{names.POSITIONS[p]}: {t}" for p, t in TENSORS.items()),
     ]
-    others = [c for c in lplots.CODER_COLORS if c not in PAPER_CODERS]
+    others = [c for c in palette.CODER_COLORS if c not in PAPER_CODERS]
     colours_b = one_legend_under_the_panels(l5b)
     assert list(colours_b) == [names.coder(c) for c in ["huffman_gennorm", *others]]
     styles = {t.get_text(): h.get_linestyle()
               for t, h in zip(l5b.legends[0].get_texts(), l5b.legends[0].legend_handles,
                               strict=True)}  # fmt: skip
     for coder in ["huffman_gennorm", *others]:
-        assert styles[names.coder(coder)] == ("--" if lplots.is_bound(coder) else "-"), coder
-    codes = {c: colours_b[names.coder(c)] for c in others if not lplots.is_bound(c)}
+        assert styles[names.coder(coder)] == ("--" if palette.is_bound(coder) else "-"), coder
+    codes = {c: colours_b[names.coder(c)] for c in others if not palette.is_bound(c)}
     assert len(set(codes.values())) == len(codes)  # every code its own colour
-    for bound, code in lplots.BOUND_OF.items():  # a bound in its code's colour, dashed
+    for bound, code in palette.BOUND_OF.items():  # a bound in its code's colour, dashed
         if bound in others and code in others:
             assert colours_b[names.coder(bound)] == colours_b[names.coder(code)]
     for fig in (l5, l5b):
@@ -222,7 +228,7 @@ def test_l5_is_the_papers_three_codes_and_l5b_every_other_coder(captured, tmp_pa
 
 @pytest.mark.slow
 def test_l5_and_l5b_meet_the_standard(tmp_path) -> None:
-    coding, positions = coding_files(tmp_path, list(lplots.CODER_COLORS))
+    coding, positions = coding_files(tmp_path, list(palette.CODER_COLORS))
     figure_l5([coding], positions, tmp_path / "L5_m.png", tmp_path / "L5b_m.png", model="m",
               source="CIFAR-10, 5,000 training images")  # fmt: skip
     meets_the_standard(tmp_path / "L5_m.png", panels=4)
@@ -234,9 +240,9 @@ def test_coder_colours_come_from_one_palette_and_never_drop_a_coder() -> None:
     distinct, a family's code in the family's colour (planted bug: the old lookup in a fixed
     table, which left an unknown coder out of L5)."""
     names_ = ["lz78", "mine", "huffman_gennorm", "entropy", "huffman_empirical", "theirs"]
-    got = lplots.coder_colors(names_, {"theirs": "#123456"})
+    got = palette.coder_colors(names_, {"theirs": "#123456"})
     assert list(got) == names_ and got["theirs"] == "#123456"
-    assert got["huffman_gennorm"] == lplots.FAMILY_COLORS["gennorm"]
+    assert got["huffman_gennorm"] == palette.FAMILY_COLORS["gennorm"]
     assert got["entropy"] == got["huffman_empirical"]
     codes = [got[n] for n in names_ if n != "entropy"]
     assert len(set(codes)) == len(codes)

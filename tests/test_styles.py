@@ -1,5 +1,5 @@
-"""How paper-Y variants look (``lossy.styles``) and the one legend placement
-(``plots.legend_outside``), against the rules their docstrings state, worked out by hand."""
+"""How paper-Y variants look (``plotting.styles``), against the rules their docstrings state,
+worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from gradcomp.plotting import styles  # noqa: E402
-from gradcomp.plotting.common import legend_outside  # noqa: E402
 
 QUANTIZERS = {"none": "none", "float16": "float16", "uniform": "uniform", "gennorm": "lloyd"}
 
@@ -80,48 +77,6 @@ def test_marker_and_line_per_rate_and_labels(variants) -> None:
     assert len(labels) == len(set(labels)) == len(variants)
     kw = s[("gennorm", 4, 0)].line()
     assert kw["ls"] == "--" and kw["marker"] == "s" and kw["label"] == "gennorm R4 M0"
-
-
-def test_legend_outside_one_deduplicated_legend_right_of_the_axes() -> None:
-    """Planted bug: a label repeated once per panel, or the legend placed over the data."""
-    fig, axes = plt.subplots(1, 2)
-    for ax in axes:
-        ax.plot([0, 1], [0, 1], label="a")
-        ax.plot([0, 1], [1, 0], label="b")
-    axes[1].plot([0, 1], [0.5, 0.5], label="c")
-    legend_outside(fig, axes, fontsize=7)
-    assert len(fig.legends) == 1
-    legend = fig.legends[0]
-    assert [t.get_text() for t in legend.get_texts()] == ["a", "b", "c"]
-    assert {t.get_fontsize() for t in legend.get_texts()} == {7}
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    right = max(ax.get_window_extent(renderer).x1 for ax in axes)
-    assert legend.get_window_extent(renderer).x0 >= right
-    plt.close(fig)
-
-
-def test_legend_outside_single_axes_none_and_grid() -> None:
-    """One Axes works as well as several; no labelled artist -> no legend; a seaborn grid's
-    legend is moved right of the panels; a figure without axes is refused."""
-    fig, ax = plt.subplots()
-    ax.plot([0, 1], [0, 1])
-    legend_outside(fig, ax)
-    assert fig.legends == []
-    ax.plot([0, 1], [1, 0], label="x")
-    legend_outside(fig, ax)
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["x"]
-    with pytest.raises(TypeError, match="axes"):
-        legend_outside(fig)
-    plt.close(fig)
-    data = pd.DataFrame({"x": [0, 1, 0, 1], "y": [0, 1, 1, 0], "g": ["p", "p", "q", "q"]})
-    grid = sns.relplot(data=data, x="x", y="y", hue="g", kind="line")
-    legend_outside(grid)
-    grid.figure.canvas.draw()
-    renderer = grid.figure.canvas.get_renderer()
-    right = max(ax.get_window_extent(renderer).x1 for ax in grid.axes.flat)
-    assert grid.legend.get_window_extent(renderer).x0 >= right
-    plt.close(grid.figure)
 
 
 def test_y5_colours_are_the_default_configs_compressor_colours() -> None:

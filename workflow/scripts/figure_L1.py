@@ -1,7 +1,7 @@
 """Snakemake script: figure L1 (histograms with fitted pdfs) of one model."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.paper_l import figure_l1
+from gradcomp.plotting.paper_l_laws import figure_l1
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

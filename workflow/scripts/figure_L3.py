@@ -1,7 +1,7 @@
 """Snakemake script: figure L3 (trimmed W2 of each fit per epoch) of one model."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.paper_l import figure_l3
+from gradcomp.plotting.paper_l_epochs import figure_l3
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

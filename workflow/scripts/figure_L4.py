@@ -1,7 +1,7 @@
 """Snakemake script: figure L4 (GenNorm beta and scale per epoch) of one model."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.paper_l import figure_l4
+from gradcomp.plotting.paper_l_epochs import figure_l4
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -2,7 +2,7 @@
 compressed size / FP8 per epoch, of one model."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.paper_l import figure_l5
+from gradcomp.plotting.paper_l_coded_size import figure_l5
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,9 +1,7 @@
 """Snakemake script: figure Y4 (update histograms before/after compression)."""
 
-from gradcomp import names
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.facets import question_title
-from gradcomp.plotting.paper_y import figure_y4
+from gradcomp.plotting.paper_y_distortion import figure_y4
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
@@ -14,10 +12,9 @@ figure_y4(
     sm.output.png,
     tensors=list(run["tensors"]),
     bins=sm.params.bins,
-    title=question_title(
-        "Y4",
-        sm.wildcards.model,
-        f"user 0's update at the last round, {names.variant(run['spec'], run['rate'], run['M'])}",
-        figure_source_label(sm.input.summary),
-    ),
+    model=sm.wildcards.model,
+    spec=run["spec"],
+    rate=run["rate"],
+    M=run["M"],
+    source=figure_source_label(sm.input.summary),
 )

@@ -1,8 +1,7 @@
 """Snakemake script: figure Y6 (the one-round paired study, with the verdicts' marks)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.facets import question_title
-from gradcomp.plotting.paper_y_paired import figure_y6
+from gradcomp.plotting.paper_y_verdicts import figure_y6
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
@@ -16,5 +15,5 @@ figure_y6(
     curves=dict(sm.params.curves),
     kept_sets=dict(sm.params.kept_sets),
     specs=dict(sm.params.specs),
-    title=question_title("Y6", sm.wildcards.model, figure_source_label(sm.input.summary)),
+    source=figure_source_label(sm.input.summary),
 )

@@ -1,7 +1,7 @@
 """Snakemake script: figures Y7a-Y7c (rate curves of the one-round study), one question each."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.paper_y_paired import Y7_PARTS, figure_y7
+from gradcomp.plotting.paper_y_rate_curves import Y7_PARTS, figure_y7
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,7 +1,6 @@
 """Snakemake script: figure Y8 (what a coded bit buys against the distortion weight M)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.facets import question_title
 from gradcomp.plotting.paper_y_m import figure_y8
 from gradcomp.reporting import figure_source_label
 
@@ -11,7 +10,8 @@ figure_y8(
     list(sm.input.tables),
     dict(sm.params.compressor_kinds),
     sm.output.png,
-    title=question_title("Y8", sm.wildcards.model, figure_source_label(sm.input.summary)),
+    model=sm.wildcards.model,
+    source=figure_source_label(sm.input.summary),
     specs=dict(sm.params.specs),
     kept_sets=dict(sm.params.kept_sets),
     baseline=sm.params.baseline,

@@ -2,7 +2,7 @@
 accuracy per round)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.plotting.paper_y import figures_y1_y3
+from gradcomp.plotting.paper_y_rounds import figures_y1_y3
 from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

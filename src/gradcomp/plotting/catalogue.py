@@ -1,6 +1,7 @@
 """What each figure is for: the question it answers, its counterpart in the papers and what a
 reader should look at (:data:`FIGURES`), and what is made from that beside each figure's
-measured row (:mod:`gradcomp.plotting.standard`): the run's manifest
+measured row (:mod:`gradcomp.plotting.standard`): each figure's title
+(:func:`question_title`), the run's manifest
 (``results/figures/manifest.tsv``, :func:`write_manifest`) and the docs' gallery
 (:func:`gallery_markdown`). Each report caption (``workflow/report/<id>.rst``) opens with
 :func:`caption_head` (tests/test_figure_standard.py holds them equal).
@@ -37,6 +38,7 @@ __all__ = [
     "headline_block",
     "gallery_markdown",
     "manifest_rows",
+    "question_title",
     "write_manifest",
 ]
 
@@ -198,6 +200,20 @@ def entry(path: str | Path) -> Figure:
             f"{Path(path).name}: figure {fid!r} has no entry in gradcomp.plotting.catalogue.FIGURES"
         )
     return FIGURES[fid]
+
+
+def question_title(fid: str, model: str, *lines: str, width: int = 92) -> str:
+    """A figure's title: ``<fid> <model>:`` and its question (:data:`FIGURES`), wrapped at
+    ``width`` characters, then ``lines`` (the data line, what it shows), the empty ones left
+    out.
+
+    >>> print(question_title("Y2", "cnn", "", "data: CIFAR-10", width=60))
+    Y2 cnn: What test accuracy does each compressor reach for
+    the uplink bits it has sent?
+    data: CIFAR-10
+    """
+    head = textwrap.fill(f"{fid} {model}: {FIGURES[fid].question}", width)
+    return "\n".join([head, *(line for line in lines if line)])
 
 
 def caption_head(fid: str) -> str:

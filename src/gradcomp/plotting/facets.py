@@ -24,12 +24,13 @@ __all__ = [
     "MAX_COLS",
     "MAX_PANELS",
     "compressors",
+    "config_order",
     "grid",
     "labelled",
     "legend_below",
+    "legend_inside",
     "log_ticks",
     "partition",
-    "question_title",
     "references",
     "title",
 ]
@@ -47,6 +48,13 @@ def compressors(data: pd.DataFrame, quantizers: Mapping[str, str]) -> list[str]:
     present = set(data["compressor"])
     order = [n for n in quantizers if n in present] + sorted(present - set(quantizers))
     return [n for n in order if not is_reference(quantizers.get(n, n))]
+
+
+def config_order(rows: pd.DataFrame, quantizers: dict[str, str]) -> pd.DataFrame:
+    """``rows`` in config order of the compressors, then by rate and M."""
+    order = {name: i for i, name in enumerate(quantizers)}
+    rank = rows["compressor"].map(lambda c: order.get(c, len(order)))
+    return rows.assign(_order=rank).sort_values(["_order", "rate", "M"], kind="stable")
 
 
 def references(data: pd.DataFrame, quantizers: Mapping[str, str]) -> pd.DataFrame:
@@ -120,24 +128,6 @@ def title(fig: plt.Figure, text: str) -> None:
     fig.suptitle(text, fontsize=10)
 
 
-def question_title(fid: str, model: str, *lines: str, width: int = 92) -> str:
-    """A figure's title: ``<fid> <model>:`` and its question from the catalogue
-    (:data:`gradcomp.plotting.catalogue.FIGURES`), wrapped at ``width`` characters, then
-    ``lines`` (the data line, what it shows), the empty ones left out.
-
-    >>> print(question_title("Y2", "cnn", "", "data: CIFAR-10", width=60))
-    Y2 cnn: What test accuracy does each compressor reach for
-    the uplink bits it has sent?
-    data: CIFAR-10
-    """
-    import textwrap
-
-    from gradcomp.plotting.catalogue import FIGURES
-
-    head = textwrap.fill(f"{fid} {model}: {FIGURES[fid].question}", width)
-    return "\n".join([head, *(line for line in lines if line)])
-
-
 def labelled(axes: Iterable[plt.Axes]) -> dict[str, Any]:
     """Label -> first artist of that label in ``axes`` (the handles a legend of every drawn
     series needs), in drawing order; artists whose label starts with ``_`` are left out."""
@@ -163,6 +153,13 @@ def legend_below(
         fig.legend(list(handles.values()), list(handles), loc="upper center",
                    bbox_to_anchor=(0.5, 0.0), ncol=min(ncol, len(handles)), frameon=False,
                    fontsize=8, title=title, title_fontsize=8)  # fmt: skip
+
+
+def legend_inside(ax, *, loc="best", title=None, handles=None) -> None:
+    """One legend inside panel ``ax`` of its labelled series (or ``handles``: label -> handle)."""
+    handles = handles if handles is not None else labelled([ax])
+    ax.legend(list(handles.values()), list(handles), loc=loc, fontsize=8, title=title,
+              title_fontsize=8, framealpha=0.9)  # fmt: skip
 
 
 def _plain(value: float, _pos=None) -> str:

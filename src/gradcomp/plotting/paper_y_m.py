@@ -9,7 +9,7 @@ what one round bought per coded bit: the test loss the round took off the start 
 points), each over the coded uplink bits per entry the configuration spent (``bits_coded /
 entries``, all users). Rounds of a trajectory are averaged first; the mean and 95% interval
 are over the warm starts, seeds nested (:func:`gradcomp.statistics.nested.nested_test`), drawn
-only from at least :data:`gradcomp.plotting.paper_y_paired.MIN_REPLICATES` units (fewer: the
+only from at least :data:`gradcomp.plotting.paper_y_points.MIN_REPLICATES` units (fewer: the
 units' own values). A dotted grey line per rate is the uncompressed aggregate's gain over
 the same bits (``start - exact``, each trajectory over the bits the configuration spent):
 what the bits would buy if quantizing lost nothing. The table :func:`figure_y8` returns
@@ -31,17 +31,18 @@ from matplotlib.lines import Line2D
 
 from gradcomp import names
 from gradcomp.lossy.paper_y_tables import one_round_data
-from gradcomp.plotting import common as plots
 from gradcomp.plotting import facets
+from gradcomp.plotting.catalogue import question_title
+from gradcomp.plotting.common import save_figure, set_theme
 from gradcomp.plotting.palette import GREYS
-from gradcomp.plotting.paper_y import finish
-from gradcomp.plotting.paper_y_paired import MIN_REPLICATES
+from gradcomp.plotting.paper_y_points import MIN_REPLICATES
 from gradcomp.plotting.styles import curve_name, variant_styles
 from gradcomp.statistics.nested import nested_test, unit_values
 from gradcomp.statistics.paired import seed_means
 
 __all__ = [
-    "METRICS", "OFFSET", "RATES", "Y8_COLUMNS", "Y8Series", "figure_y8", "m_points", "y8_series",
+    "METRICS", "OFFSET", "RATES", "Y8_COLUMNS", "Y8Series", "draw_y8", "figure_y8", "m_points",
+    "y8_series",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,8 @@ def figure_y8(
     quantizers: Mapping[str, str],
     png: str | Path,
     *,
-    title: str,
+    model: str,
+    source: str = "",
     specs: Mapping[str, Mapping[str, Any]] | None = None,
     kept_sets: Mapping[str, str] | None = None,
     baseline: str | None = None,
@@ -198,10 +200,29 @@ def figure_y8(
     design's units, the series set a little apart along x so that their intervals do not
     cover each other; a dotted grey line per rate through the uncompressed aggregate's gain
     over the same bits (the mean over the rate's series at each M). ``quantizers``: name ->
-    kind in config order; ``title``: the figure's title (question and data line). Returns
+    kind in config order; the title names ``model`` and ``source`` (the data line). Returns
     the plotted numbers (:func:`m_points`)."""
-    plots.set_theme()
-    data = one_round_data(tables)
+    title = question_title("Y8", model, source)
+    return draw_y8(one_round_data(tables), quantizers, png, title=title, specs=specs,
+                   kept_sets=kept_sets, baseline=baseline, curves=curves,
+                   rates=rates)  # fmt: skip
+
+
+def draw_y8(
+    data: pd.DataFrame,
+    quantizers: Mapping[str, str],
+    png: str | Path,
+    *,
+    title: str,
+    specs: Mapping[str, Mapping[str, Any]] | None = None,
+    kept_sets: Mapping[str, str] | None = None,
+    baseline: str | None = None,
+    curves: Mapping[str, str] | None = None,
+    rates: Sequence[int] = RATES,
+) -> pd.DataFrame:
+    """Y8 from the one-round rows ``data`` (:func:`gradcomp.lossy.paper_y_tables.
+    one_round_data`'s frame), as :func:`figure_y8` describes it; returns the plotted numbers."""
+    set_theme()
     present = list(zip(data["compressor"], data["rate"].astype(int), strict=True))
     series = y8_series(present, quantizers, specs=specs, kept_sets=kept_sets,
                        baseline=baseline, rates=rates)  # fmt: skip
@@ -216,34 +237,10 @@ def figure_y8(
         colour[s.compressor] = styles[(s.compressor, s.rate, top)].color
     Ms = sorted(table["M"].unique()) if len(table) else [0]
     fig, axes = plt.subplots(2, 1, figsize=(facets.FIG_WIDTH, 7.2), sharex=True)
-    offsets = OFFSET * (np.arange(len(series)) - (len(series) - 1) / 2)
-    rate_list = sorted({s.rate for s in series})
     fewest: list[int] = []
     for ax, (metric, _, _, ylabel) in zip(axes, METRICS, strict=True):
         rows = table[table["metric"] == metric]
-        for s, dx in zip(series, offsets, strict=True):
-            own = rows[rows["series"] == s.label].sort_values("M")
-            ls, hollow = _KIND_LOOK.get(s.kind, ("-", False))
-            c = colour[s.compressor]
-            marker = _RATE_MARKERS[rate_list.index(s.rate) % len(_RATE_MARKERS)]
-            x = own["M"].to_numpy(float) + dx
-            ax.plot(x, own["mean"], color=c, ls=ls, lw=1.4, marker=marker, ms=6,
-                    mfc="white" if hollow else c, mew=1.4, label=s.label)  # fmt: skip
-            for xi, p in zip(x, own.itertuples(index=False), strict=True):
-                if p.units >= MIN_REPLICATES and np.isfinite(p.lo):
-                    ax.errorbar([xi], [p.mean], yerr=[[p.mean - p.lo], [p.hi - p.mean]],
-                                color=c, ls="none", lw=1.1, capsize=2.5)  # fmt: skip
-                    fewest.append(int(p.units))
-                else:
-                    units = _units(per_seed, s, p.M, metric)
-                    ax.plot(np.full(len(units), xi), units, ls="none", marker="x", ms=5,
-                            color=c, label=s.label)  # fmt: skip
-        for r in rate_list:
-            ref = rows[rows["rate"] == r].groupby("M")["ceiling"].mean()
-            grey = _RATE_GREYS[rate_list.index(r) % len(_RATE_GREYS)]
-            ax.plot(ref.index, ref.values, color=grey, ls=":", lw=1.6, zorder=1,
-                    marker="_" if len(ref) == 1 else "", ms=14,
-                    label=_ceiling_label(r))  # fmt: skip
+        fewest += _draw_metric(ax, rows, series, colour, per_seed, metric)
         ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(labelsize=8)
         if not series:
@@ -257,6 +254,48 @@ def figure_y8(
     axes[1].set_xlabel(r"M, the weight $|g|^M$ of the quantizer's distortion", fontsize=9)
     for ax in axes:
         ax.grid(axis="x", visible=False)
+    facets.legend_below(fig, [axes[0]], ncol=2, extra=_mark_handles(table, fewest))
+    facets.title(fig, title)
+    save_figure(fig, png, replicates=min(fewest) if fewest else None)
+    return table
+
+
+def _draw_metric(ax, rows, series, colour, per_seed, metric) -> list[int]:
+    """One panel of Y8: the series of ``rows`` (:func:`m_points`' rows of ``metric``) set
+    apart along x by :data:`OFFSET`, each point's interval or its units' values, and the
+    dotted line per rate; the units behind each interval drawn."""
+    offsets = OFFSET * (np.arange(len(series)) - (len(series) - 1) / 2)
+    rate_list = sorted({s.rate for s in series})
+    fewest: list[int] = []
+    for s, dx in zip(series, offsets, strict=True):
+        own = rows[rows["series"] == s.label].sort_values("M")
+        ls, hollow = _KIND_LOOK.get(s.kind, ("-", False))
+        c = colour[s.compressor]
+        marker = _RATE_MARKERS[rate_list.index(s.rate) % len(_RATE_MARKERS)]
+        x = own["M"].to_numpy(float) + dx
+        ax.plot(x, own["mean"], color=c, ls=ls, lw=1.4, marker=marker, ms=6,
+                mfc="white" if hollow else c, mew=1.4, label=s.label)  # fmt: skip
+        for xi, p in zip(x, own.itertuples(index=False), strict=True):
+            if p.units >= MIN_REPLICATES and np.isfinite(p.lo):
+                ax.errorbar([xi], [p.mean], yerr=[[p.mean - p.lo], [p.hi - p.mean]],
+                            color=c, ls="none", lw=1.1, capsize=2.5)  # fmt: skip
+                fewest.append(int(p.units))
+            else:
+                units = _units(per_seed, s, p.M, metric)
+                ax.plot(np.full(len(units), xi), units, ls="none", marker="x", ms=5,
+                        color=c, label=s.label)  # fmt: skip
+    for r in rate_list:
+        ref = rows[rows["rate"] == r].groupby("M")["ceiling"].mean()
+        grey = _RATE_GREYS[rate_list.index(r) % len(_RATE_GREYS)]
+        ax.plot(ref.index, ref.values, color=grey, ls=":", lw=1.6, zorder=1,
+                marker="_" if len(ref) == 1 else "", ms=14,
+                label=_ceiling_label(r))  # fmt: skip
+    return fewest
+
+
+def _mark_handles(table: pd.DataFrame, fewest: Sequence[int]) -> dict[str, Any]:
+    """Legend entries for Y8's marks: an interval (``fewest``: the units behind each one
+    drawn) and a point's units drawn alone."""
     design = table["design"].iloc[0] if len(table) else "warm starts"
     counts = sorted(set(fewest))
     span = f"{counts[0]} " if len(counts) == 1 else ""
@@ -269,10 +308,7 @@ def figure_y8(
         extra[f"each unit (fewer than {MIN_REPLICATES} {design}: no interval)"] = Line2D(
             [], [], color="0.3", marker="x", ms=5, ls="none"
         )
-    facets.legend_below(fig, [axes[0]], ncol=2, extra=extra)
-    facets.title(fig, title)
-    finish(fig, png, replicates=min(fewest) if fewest else None)
-    return table
+    return extra
 
 
 def _ceiling_label(rate: int) -> str:

@@ -3,8 +3,7 @@
 graded from light to dark over its M values, one marker and line style per rate R; the
 uncompressed references in greys (past three: the greys again, dashed). Labels are readers'
 names (:func:`gradcomp.names.variant` of the variant's spec) where the spec is given, never a
-config identifier. Legends go outside the axes (:func:`gradcomp.plotting.common.legend_outside`,
-re-exported here).
+config identifier.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import pandas as pd
 
 from gradcomp import names
 from gradcomp.compression.specs import variant_label
-from gradcomp.plotting.common import legend_outside  # one placement for both papers' figures
 from gradcomp.plotting.palette import GREYS, MARKERS, SERIES
 
 __all__ = [
@@ -27,7 +25,6 @@ __all__ = [
     "Style",
     "curve_name",
     "is_reference",
-    "legend_outside",
     "reader_name",
     "shade",
     "variant_styles",

@@ -1,49 +1,35 @@
-"""Paper Y's figures: Y1-Y3 from the federated runs' round tables, Y4 and Y5 from a run's
-update snapshot (Y6 and Y7, from the one-round paired study, are
-:mod:`gradcomp.plotting.paper_y_paired`). Each figure asks one question (its title), has at most
-six panels (:mod:`gradcomp.plotting.facets`) and names every series in a legend by its readers'
-name (:mod:`gradcomp.names`).
+"""Paper Y's figures of the federated runs, from their round tables: Y1 (test accuracy per
+round), Y2 (accuracy against the cumulative uplink bits) and Y3 (per-bit accuracy per round).
+Each asks one question (its title), has at most six panels (:mod:`gradcomp.plotting.facets`)
+and names every series in a legend by its readers' name (:mod:`gradcomp.names`).
 
 Per-bit accuracy after round t = (test accuracy at t - test accuracy of the initial model)
 / cumulative uplink bits of all users up to t (coded uplink). The full runs have few seeds
 (two by default), too few for an interval: every seed is drawn as its own line, in its
 variant's look (:mod:`gradcomp.plotting.styles`).
+
+``figures_y1_y3`` reads the round tables and hands them to ``draw_y1_y3``, which draws and
+writes each figure with :func:`gradcomp.plotting.common.save_figure` (:mod:`gradcomp.plotting`).
 """
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from gradcomp import names
-from gradcomp.lossy.distortion_study import BOUND, DESIGN_NAMES
 from gradcomp.lossy.per_bit import read_rounds
-from gradcomp.lossy.run_files import read_snapshot
-from gradcomp.plotting import common as plots
 from gradcomp.plotting import facets
+from gradcomp.plotting.catalogue import question_title
+from gradcomp.plotting.common import save_figure, set_theme
 from gradcomp.plotting.styles import GUIDE, curve_name, is_reference, reader_name, variant_styles
 
-__all__ = [
-    "POINTS_PER_MBIT",
-    "Y5_NAMES",
-    "config_order",
-    "figure_y4",
-    "figure_y5",
-    "figures_y1_y3",
-    "finish",
-    "tensor_name",
-]
-
-log = logging.getLogger(__name__)
+__all__ = ["POINTS_PER_MBIT", "draw_y1_y3", "figures_y1_y3"]
 
 #: Y3's unit: accuracy points (percent) per megabit of coded uplink, from accuracy (a
 #: fraction) per bit.
@@ -52,22 +38,9 @@ POINTS_PER_MBIT = 100.0 * 1e6
 INSIDE_LEGEND = 6
 
 
-def finish(fig: plt.Figure, png: str | Path, *, replicates: int | None = None) -> None:
-    """Write the PNG + PDF files; ``replicates``: the fewest independent replicates behind an
-    interval drawn (None: no interval is drawn)."""
-    plots.save_figure(fig, png, replicates=replicates)
-
-
-def config_order(rows: pd.DataFrame, quantizers: dict[str, str]) -> pd.DataFrame:
-    """``rows`` in config order of the compressors, then by rate and M."""
-    order = {name: i for i, name in enumerate(quantizers)}
-    rank = rows["compressor"].map(lambda c: order.get(c, len(order)))
-    return rows.assign(_order=rank).sort_values(["_order", "rate", "M"], kind="stable")
-
-
 def _keys(data: pd.DataFrame, quantizers: dict[str, str]) -> list[tuple[str, int, int]]:
     """The variants of ``data`` in config order (then R, then M)."""
-    rows = config_order(data.groupby(["compressor", "rate", "M"], as_index=False).size(),
+    rows = facets.config_order(data.groupby(["compressor", "rate", "M"], as_index=False).size(),
                         quantizers)  # fmt: skip
     return list(zip(rows["compressor"], rows["rate"], rows["M"], strict=True))
 
@@ -83,12 +56,6 @@ def _seed_lines(ax, data, keys, styles, x, y, *, scale=1.0) -> None:
             rows = rows.sort_values("round")
             ax.plot(rows[x], scale * rows[y], color=style.color, marker=style.marker or "o",
                     ls=style.linestyle, lw=1.2, ms=4, label=style.label)  # fmt: skip
-
-
-def _legend(ax, *, loc="best", title=None, handles=None) -> None:
-    handles = handles if handles is not None else facets.labelled([ax])
-    ax.legend(list(handles.values()), list(handles), loc=loc, fontsize=8, title=title,
-              title_fontsize=8, framealpha=0.9)  # fmt: skip
 
 
 #: The most compressed variants Y1-Y3 draw in one panel, each named in the legend; with more,
@@ -175,7 +142,7 @@ def _runs_figure(data, keys, styles, png, *, x, y, scale, xlabel, ylabel, title,
         axes[0].set_xlabel(xlabel)
         axes[0].set_ylabel(ylabel)
         if len(facets.labelled(axes)) <= INSIDE_LEGEND:
-            _legend(axes[0], loc=loc, title=lines)
+            facets.legend_inside(axes[0], loc=loc, title=lines)
         else:
             facets.legend_below(fig, axes, ncol=2, title=lines)
     else:
@@ -187,7 +154,7 @@ def _runs_figure(data, keys, styles, png, *, x, y, scale, xlabel, ylabel, title,
                 for k in panels[0] if is_reference(quantizers.get(k[0], k[0]))}  # fmt: skip
         facets.legend_below(fig, [], ncol=3, extra=refs, title=lines)
     facets.title(fig, title)
-    finish(fig, png)
+    save_figure(fig, png)
 
 
 def figures_y1_y3(
@@ -207,34 +174,53 @@ def figures_y1_y3(
     Y2 accuracy against the cumulative uplink bits, Y3 per-bit accuracy per round; a line per
     seed. ``quantizers``: compressor name -> kind, in config order; ``curves``: name -> rate
     curve (one colour each); ``specs``: variant label -> spec (readers' names)."""
-    data = read_rounds(rounds_tsvs, quantizers)
+    draw_y1_y3(read_rounds(rounds_tsvs, quantizers), quantizers, png_y1, png_y2, png_y3,
+               model=model, source=source, curves=curves, specs=specs,
+               reference=reference)  # fmt: skip
+
+
+def draw_y1_y3(
+    data: pd.DataFrame,
+    quantizers: dict[str, str],
+    png_y1: str | Path,
+    png_y2: str | Path,
+    png_y3: str | Path,
+    *,
+    model: str,
+    source: str = "",
+    curves: dict[str, str] | None = None,
+    specs: Mapping[str, Mapping[str, Any]] | None = None,
+    reference: str | None = None,
+) -> None:
+    """Y1, Y2 and Y3 from the runs' rounds (:func:`gradcomp.lossy.per_bit.read_rounds`'
+    frame), as :func:`figures_y1_y3` describes them."""
     seeds = data["seed"].nunique()
     styles = variant_styles(data, quantizers, curves, specs)
     keys = _keys(data, quantizers)
     lines = f"one line per seed, {seeds} seed{'s' if seeds != 1 else ''}"
     common = dict(lines=lines, quantizers=quantizers, curves=curves, specs=specs)
-    plots.set_theme()
+    set_theme()
     if len(_run_panels(keys, quantizers, curves)) == 1:
-        figure_y1(data, keys, styles, png_y1, reference=reference, lines=lines,
-                  title=facets.question_title("Y1", model, source))  # fmt: skip
+        _draw_y1(data, keys, styles, png_y1, reference=reference, lines=lines,
+                  title=question_title("Y1", model, source))  # fmt: skip
     else:
         _runs_figure(data, keys, styles, png_y1, x="round", y="test_acc", scale=100.0,
                      xlabel="federated round (0: the initial model)",
                      ylabel="test accuracy (%)", loc="lower right",
-                     title=facets.question_title("Y1", model, source), **common)  # fmt: skip
+                     title=question_title("Y1", model, source), **common)  # fmt: skip
     sent = data[data["cumulative_bits_coded"] > 0].assign(
         mbit=lambda d: d["cumulative_bits_coded"] / 1e6
     )
     _runs_figure(sent, keys, styles, png_y2, x="mbit", y="test_acc", scale=100.0, log_x=True,
                  xlabel="cumulative uplink of all users (Mbit, coded; log scale)",
                  ylabel="test accuracy (%)", loc="best",
-                 title=facets.question_title("Y2", model, source), **common)  # fmt: skip
+                 title=question_title("Y2", model, source), **common)  # fmt: skip
     _runs_figure(data[data["round"] > 0], keys, styles, png_y3, x="round",
                  y="per_bit_acc_coded", scale=POINTS_PER_MBIT, zero=True,
                  xlabel="after federated round",
                  ylabel="per-bit accuracy (accuracy points per Mbit)",
                  loc="upper right", height=4.2,
-                 title=facets.question_title("Y3", model, source), **common)  # fmt: skip
+                 title=question_title("Y3", model, source), **common)  # fmt: skip
 
 
 def _round_axis(ax, data) -> None:
@@ -242,7 +228,7 @@ def _round_axis(ax, data) -> None:
     ax.set_xlim(data["round"].min() - 0.2, data["round"].max() + 0.2)
 
 
-def figure_y1(data, keys, styles, png, *, reference, lines, title) -> None:
+def _draw_y1(data, keys, styles, png, *, reference, lines, title) -> None:
     """Y1 with every variant in one panel: test accuracy per round; below, each run's
     accuracy minus ``reference``'s run of the same seed (the runs of one seed share their
     start and data order) where ``reference`` has runs."""
@@ -271,113 +257,8 @@ def figure_y1(data, keys, styles, png, *, reference, lines, title) -> None:
         axes.append(low)
     axes[-1].set_xlabel("federated round (0: the initial model)")
     if len(facets.labelled([top])) <= INSIDE_LEGEND:
-        _legend(top, loc="lower right", title=lines)
+        facets.legend_inside(top, loc="lower right", title=lines)
     else:
         facets.legend_below(fig, axes, ncol=2, title=lines)
     facets.title(fig, title)
-    finish(fig, png)
-
-
-def tensor_name(name: str) -> str:
-    """A model tensor as a reader names it: ``conv2.weight`` -> ``conv2 weights``."""
-    layer, _, part = name.rpartition(".")
-    words = {"weight": "weights", "bias": "biases"}
-    return f"{layer} {words[part]}" if layer and part in words else name
-
-
-def figure_y4(
-    snapshot: str | Path, png: str | Path, *, tensors: Sequence[str], bins: int, title: str
-) -> None:
-    """Y4: update entries before and after compression for ``tensors`` (user 0, last round;
-    the first :data:`gradcomp.plotting.facets.MAX_PANELS`), stacked full-width panels.
-
-    "before" shows the entries the compressor kept (its sparsifier's selection), "after"
-    their reconstructions. Raises ValueError naming a tensor the snapshot does not hold.
-    """
-    plots.set_theme()
-    snap = read_snapshot(snapshot)
-    missing = [n for n in tensors if n not in snap["before"]]
-    if missing:
-        raise ValueError(
-            f"figures.y4.tensors: {missing} not in the update of {snapshot} "
-            f"(names look like {', '.join(list(snap['before'])[:4])}, ...)"
-        )
-    if len(tensors) > facets.MAX_PANELS:
-        log.warning("Y4 shows the first %d of figures.y4.tensors", facets.MAX_PANELS)
-        tensors = list(tensors)[: facets.MAX_PANELS]
-    n = len(tensors)
-    # stacked, full width: the bins stay wide enough to see at 700 px
-    fig, axes = facets.grid(n, height=1.5 + 2.1 * n if n <= 3 else 1.5 + 2.1 * -(-n // 2),
-                            ncols=1 if n <= 3 else 2)  # fmt: skip
-    for ax, name in zip(axes, tensors, strict=True):
-        kept = snap["kept"][name].numpy().ravel()
-        before = snap["before"][name].double().numpy().ravel()[kept]
-        after = snap["after"][name].double().numpy().ravel()[kept]
-        lo, hi = np.quantile(before, [0.0005, 0.9995])
-        lo, hi = min(lo, after.min()), max(hi, after.max())
-        exp = math.floor(math.log10(max(abs(lo), abs(hi), 1e-30)))
-        scale = 10.0**-exp
-        # no bar edges: the theme's white edges would hide bars a pixel or two wide
-        ax.hist(before * scale, bins=bins, range=(lo * scale, hi * scale), color="0.55",
-                label="kept entries, before", log=True, lw=0)  # fmt: skip
-        ax.hist(after * scale, bins=bins, range=(lo * scale, hi * scale), color="#CC3311",
-                alpha=0.75, label="after quantization", log=True, lw=0)  # fmt: skip
-        ax.text(0.01, 0.95, f"{tensor_name(name)}, entry ×10$^{{{exp}}}$", fontsize=9,
-                transform=ax.transAxes, ha="left", va="top")  # fmt: skip
-        ax.xaxis.set_major_locator(MaxNLocator(9))
-        ax.set_ylim(top=ax.get_ylim()[1] * 6)  # room for the name and legend above the bars
-    fig.supxlabel("update entry (in the power of ten each panel names)", fontsize=9)
-    fig.supylabel("entries per bin (log scale)", fontsize=9)
-    _legend(axes[0], loc="upper right")
-    facets.title(fig, title)
-    finish(fig, png)
-
-
-#: Y5's quantizers (:func:`gradcomp.lossy.distortion_study.study_quantizers`) and its bound,
-#: as a reader names them.
-Y5_NAMES = {
-    **DESIGN_NAMES,
-    BOUND: f"bound: R(D) of the fitted {names.law('gennorm')}",
-}
-
-
-def figure_y5(rd_tsv: str | Path, png: str | Path, *, title: str) -> None:
-    """Y5: how far above the rate-distortion bound each quantizer's M-weighted distortion
-    lies, in dB at the coded bits it spends (its index entropy; ``gap_db`` of the distortion
-    study: its distortion over the bound's D(R) at those bits), one panel per M (of more
-    than two, M = 0 and 2; T6 holds every M) on one scale, the bound (the Blahut-Arimoto
-    curve of the fitted GenNorm) the 0 dB line.
-    Points beyond the bound's resolved range (no ``gap_db``) are left out."""
-    from gradcomp.plotting.palette import DISTORTION_STUDY_COLORS, MARKERS, assign
-
-    plots.set_theme()
-    rd = pd.read_csv(rd_tsv, sep="\t")
-    points = rd[(rd["quantizer"] != BOUND) & rd["gap_db"].notna()]
-    bound = rd[rd["quantizer"] == BOUND]
-    quantizers = list(dict.fromkeys(points["quantizer"]))
-    colours = assign(quantizers, DISTORTION_STUDY_COLORS)
-    Ms = sorted(rd["M"].unique())
-    if len(Ms) > 2:  # panels wide enough to read: mean squared error and the paper's M
-        Ms = [Ms[0], 2 if 2 in Ms else Ms[1]]
-    rows = -(-len(Ms) // facets.MAX_COLS)
-    fig, axes = facets.grid(len(Ms), height=1.6 + 4.1 * rows, sharex=True, sharey=True)
-    for ax, M in zip(axes, Ms, strict=True):
-        for i, q in enumerate(quantizers):
-            own = points[(points["quantizer"] == q) & (points["M"] == M)].sort_values("rate_bits")
-            ax.plot(own["coded_bits"], own["gap_db"], color=colours[q],
-                    marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.2,
-                    label=Y5_NAMES.get(q, q))  # fmt: skip
-        at = bound[bound["M"] == M]
-        span = (at["coded_bits"].min(), at["coded_bits"].max()) if len(at) else (0.0, 0.0)
-        ax.plot(span, (0.0, 0.0), color="k", lw=1.6, label=Y5_NAMES[BOUND])
-        ax.text(0.03, 0.97, f"M = {M:g}" + (" (mean squared error)" if M == 0 else ""),
-                transform=ax.transAxes, ha="left", va="top", fontsize=9)  # fmt: skip
-    fig.supxlabel("coded bits per kept entry (index entropy)", fontsize=9)
-    fig.supylabel("M-weighted distortion above the bound at the same bits (dB)", fontsize=9)
-    top = float(points["gap_db"].max()) if len(points) else 1.0
-    axes[0].set_ylim(-0.05 * top, 2.0 * top)  # the legend above the curves
-    handles = facets.labelled(axes)
-    axes[-1].legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
-                    framealpha=0.9, bbox_to_anchor=(1.0, 0.91))  # fmt: skip
-    facets.title(fig, title)
-    finish(fig, png)
+    save_figure(fig, png)
