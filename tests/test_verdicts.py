@@ -22,7 +22,7 @@ from gradcomp.statistics.nested import (
     variance_components,
 )
 from gradcomp.statistics.rate_curves import dominance
-from gradcomp.statistics.verdicts import verdicts_table
+from gradcomp.lossy.verdict_tables import verdicts_table
 
 
 def simulate(rng, W, S, sigma_b, sigma_w, mu=0.0):
