@@ -226,7 +226,11 @@ def _curve_row(base, at_model, question, y: _Test, kept_sets, margin, label):
     return _row(base, described, lt, neg_acc, margin, y.units, None)
 
 
-def _not_matched(y: _Test, why: str):
+#: Per-trajectory (low, high) ends of a difference.
+_Ends = tuple[np.ndarray, np.ndarray]
+
+
+def _not_matched(y: _Test, why: str) -> tuple[dict[str, Any], _Ends, _Ends]:
     """NaN ends and the note of a question its reference cannot answer."""
     nan = np.full(len(y.trajectories), np.nan)
     described = {"reference_points": "", "reference_dominated": "",
@@ -234,7 +238,14 @@ def _not_matched(y: _Test, why: str):
     return described, (nan, nan), (nan, nan)
 
 
-def _bounded_row(base, described, loss_ends, acc_ends, y: _Test, margin):
+def _bounded_row(
+    base: dict[str, Any],
+    described: dict[str, Any],
+    loss_ends: _Ends,
+    acc_ends: _Ends,
+    y: _Test,
+    margin: float,
+) -> dict[str, Any]:
     """The row of two-level tests of the loss and accuracy ends (charging the bracket)."""
     lt = bounded_test(*loss_ends, y.units)
     at = bounded_test(*acc_ends, y.units)
