@@ -14,15 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gradcomp.answers import (
-    NUMBER,
-    PAPER_Y,
-    answers,
-    answers_markdown,
-    check_agreement,
-    decided,
-    markdown_of,
-)
+from gradcomp.answer_cells import NUMBER
+from gradcomp.answers import answers, answers_markdown, check_agreement, markdown_of
+from gradcomp.answers_paper_y import PAPER_Y, decided
 from gradcomp.docblocks import begin, end
 from gradcomp.statistics.verdict_simulation import default_scenario, replicate
 

@@ -29,7 +29,8 @@ from gradcomp.statistics.bracket_choice import choose, difference_ends
 from gradcomp.statistics.matched_bits import bracket_at, frontier_candidates
 from gradcomp.statistics.max_contrast import max_contrast_test
 from gradcomp.statistics.nested import bounded_test
-from gradcomp.statistics.verdict_simulation import Config, default_scenario, true_loss
+from gradcomp.statistics.simulated_study import Config, true_loss
+from gradcomp.statistics.verdict_simulation import default_scenario
 
 ALPHA, FAMILY, POWER = 0.05, 9, 0.8
 LEVEL = ALPHA / FAMILY

@@ -172,3 +172,35 @@ def test_layers_import_one_way(importer: str, banned: str, why: str) -> None:
                 todo.append(dep)
         reached = sorted(d for d in seen if d == banned or d.startswith(banned + "."))
         assert not reached, f"{name} reaches {reached}: {why}"
+
+
+def imports_outside(graph: dict[str, set[str]], package: str) -> list[str]:
+    """``module -> dependency`` for every import of a module of ``package`` that reaches out of
+    it."""
+    inside = [n for n in graph if n == package or n.startswith(package + ".")]
+    return sorted(
+        f"{n} -> {d}" for n in inside for d in graph[n]
+        if not (d == package or d.startswith(package + "."))
+    )  # fmt: skip
+
+
+def test_outside_finder_finds_a_planted_import() -> None:
+    """The checker itself (planted bug: statistics.verdicts importing gradcomp.lossy again)."""
+    graph = {"gradcomp.statistics": set(), "gradcomp.statistics.paired": set(),
+             "gradcomp.statistics.verdicts": {"gradcomp.statistics.paired",
+                                              "gradcomp.lossy.paper_y_tables"},
+             "gradcomp.lossy.paper_y_tables": {"gradcomp.statistics.paired"}}  # fmt: skip
+    assert imports_outside(graph, "gradcomp.statistics") == [
+        "gradcomp.statistics.verdicts -> gradcomp.lossy.paper_y_tables"
+    ]
+    del graph["gradcomp.statistics.verdicts"]
+    assert imports_outside(graph, "gradcomp.statistics") == []
+
+
+def test_statistics_knows_nothing_of_training() -> None:
+    """gradcomp.statistics (the verdict procedure, matched bits, paired and nested designs,
+    BD-rate, the simulation) imports no gradcomp module outside itself: numpy, scipy and
+    pandas only; the study's labels, runs and tables come in as data."""
+    graph = import_graph()
+    assert "gradcomp.statistics.verdicts" in graph
+    assert imports_outside(graph, "gradcomp.statistics") == []

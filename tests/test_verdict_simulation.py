@@ -24,14 +24,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from gradcomp.statistics.simulated_study import Config, Shape, true_loss
 from gradcomp.statistics.verdict_simulation import (
     SCENARIOS,
-    Config,
-    Shape,
     kinked_scenario,
     replicate,
     sparse_scenario,
-    true_loss,
 )
 
 MARGIN = 0.004

@@ -13,6 +13,7 @@ import scipy.stats
 
 from gradcomp.artifacts import write_tsv
 from gradcomp.lossy.one_round import ONE_ROUND_COLUMNS
+from gradcomp.lossy.verdict_tables import verdicts_table
 from gradcomp.statistics.nested import (
     decide,
     min_detectable,
@@ -22,7 +23,6 @@ from gradcomp.statistics.nested import (
     variance_components,
 )
 from gradcomp.statistics.rate_curves import dominance
-from gradcomp.statistics.verdicts import verdicts_table
 
 
 def simulate(rng, W, S, sigma_b, sigma_w, mu=0.0):

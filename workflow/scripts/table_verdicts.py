@@ -1,7 +1,7 @@
 """Snakemake script: the verdicts of the primary questions (results/tables/verdicts)."""
 
 from gradcomp.logutil import log_to_file
-from gradcomp.statistics.verdicts import table_verdicts
+from gradcomp.lossy.verdict_tables import table_verdicts
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.stats
 
 from gradcomp import reporting
+from gradcomp.compression.specs import variant_label
 from gradcomp.lossy.paper_y_tables import one_round_data, sent_bits_only
+from gradcomp.statistics.nested import nested_test, unit_values
 from gradcomp.statistics.paired import add_holm, family_size, seed_means
 from gradcomp.statistics.rate_curves import bd_rate, curve_points, dominance, drop_dominated
 
@@ -48,15 +51,13 @@ def t5_table(
     both columns together (``_p_holm``), and ``verdict``: ``fewer bits`` / ``more bits`` when
     the BD-rate is significant and no trajectory without overlap points the other way (or the
     sign test is significant), else ``undecided``."""
-    from gradcomp.statistics.nested import nested_test, unit_values
-
     curves = dict(curves or {})
     per_seed = curve_points(
         seed_means(sent_bits_only(one_round_data(paths)), ["bits_coded", "bits_per_entry", metric]),
         curves,
     )
     base_curve = curves.get(baseline, baseline)
-    per_seed, dominated = drop_dominated(per_seed, metric)
+    per_seed, dominated = drop_dominated(per_seed, metric, variant_label)
     rows = []
     for (model, curve, M), pts in per_seed.groupby(["model", "curve", "M"], sort=True):
         if curve == base_curve:
@@ -66,31 +67,6 @@ def t5_table(
             continue
         base_M = M if M in set(base["M"]) else int(base["M"].min())
         base = base[base["M"] == base_M]
-        bd, bd_starts, direction, direction_starts, dom = [], [], [], [], []
-        for (ws, seed), t in pts.groupby(["warm_start", "seed"], sort=True):
-            ref = base[(base["warm_start"] == ws) & (base["seed"] == seed)]
-            if len(ref) < 2:
-                continue
-            args = (t["bits_coded"], t[metric], ref["bits_coded"], ref[metric])
-            value = bd_rate(*args)
-            if np.isfinite(value):
-                bd.append(value)
-                bd_starts.append(ws)
-                direction.append(float(np.sign(-value)))
-            else:
-                d = dominance(*args)
-                dom.append(d)
-                direction.append(float(d))
-            direction_starts.append(ws)
-        t_bd = nested_test(bd, bd_starts)
-        signs, _ = unit_values(direction, direction_starts)
-        signs = np.sign(signs)
-        nonzero = signs[signs != 0]
-        sign_p = (
-            float(scipy.stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue)
-            if len(nonzero)
-            else np.nan
-        )
         rows.append(
             {
                 "model": model,
@@ -106,37 +82,74 @@ def t5_table(
                 "bits_per_entry_max": float(pts["bits_per_entry"].max()),
                 "dominated_configs": dominated.get((model, curve, M), ""),
                 "baseline_dominated_configs": dominated.get((model, base_curve, base_M), ""),
-                "trajectories": len(direction),
-                "overlap": len(bd),
-                "dominates": int(sum(d > 0 for d in dom)),
-                "dominated": int(sum(d < 0 for d in dom)),
-                "neither": int(sum(d == 0 for d in dom)),
-                "units": t_bd.units,
-                "design": t_bd.design,
-                "bd_rate_mean": t_bd.mean,
-                "bd_rate_lo": t_bd.lo,
-                "bd_rate_hi": t_bd.hi,
-                "bd_rate_p": t_bd.p,
-                "sign_p": sign_p,
-            }  # fmt: skip
+                **_curve_tests(pts, base, metric),
+            }
         )
     table = pd.DataFrame(rows)
     if table.empty:
         return table
     table = add_holm(table, ["bd_rate", "sign"])
-    verdicts = []
-    for row in table.itertuples(index=False):
-        verdict = "undecided"
-        if row.bd_rate_significant:
-            fewer = row.bd_rate_mean < 0
-            against = row.dominated if fewer else row.dominates
-            if against == 0:
-                verdict = "fewer bits" if fewer else "more bits"
-        if verdict == "undecided" and row.sign_significant:
-            verdict = "fewer bits" if row.dominates + (row.bd_rate_mean < 0) > 0 else "more bits"
-        verdicts.append(verdict)
-    table["verdict"] = verdicts
+    table["verdict"] = [_verdict(row) for row in table.itertuples(index=False)]
     return table
+
+
+def _curve_tests(pts: pd.DataFrame, base: pd.DataFrame, metric: str) -> dict[str, Any]:
+    """T5's tests of one curve's points ``pts`` against the baseline curve's ``base`` (one row
+    per configuration and trajectory): per trajectory the BD-rate (%) or, without a shared
+    loss range, the dominance class; their counts, the BD-rate's two-level interval and the
+    sign test of every trajectory's direction."""
+    bd, bd_starts, direction, direction_starts, dom = [], [], [], [], []
+    for (ws, seed), t in pts.groupby(["warm_start", "seed"], sort=True):
+        ref = base[(base["warm_start"] == ws) & (base["seed"] == seed)]
+        if len(ref) < 2:
+            continue
+        args = (t["bits_coded"], t[metric], ref["bits_coded"], ref[metric])
+        value = bd_rate(*args)
+        if np.isfinite(value):
+            bd.append(value)
+            bd_starts.append(ws)
+            direction.append(float(np.sign(-value)))
+        else:
+            d = dominance(*args)
+            dom.append(d)
+            direction.append(float(d))
+        direction_starts.append(ws)
+    t_bd = nested_test(bd, bd_starts)
+    signs, _ = unit_values(direction, direction_starts)
+    signs = np.sign(signs)
+    nonzero = signs[signs != 0]
+    sign_p = (
+        float(scipy.stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue)
+        if len(nonzero)
+        else np.nan
+    )
+    return {
+        "trajectories": len(direction),
+        "overlap": len(bd),
+        "dominates": int(sum(d > 0 for d in dom)),
+        "dominated": int(sum(d < 0 for d in dom)),
+        "neither": int(sum(d == 0 for d in dom)),
+        "units": t_bd.units,
+        "design": t_bd.design,
+        "bd_rate_mean": t_bd.mean,
+        "bd_rate_lo": t_bd.lo,
+        "bd_rate_hi": t_bd.hi,
+        "bd_rate_p": t_bd.p,
+        "sign_p": sign_p,
+    }
+
+
+def _verdict(row: Any) -> str:
+    """``fewer bits`` / ``more bits`` / ``undecided`` of one T5 row (:func:`t5_table`)."""
+    verdict = "undecided"
+    if row.bd_rate_significant:
+        fewer = row.bd_rate_mean < 0
+        against = row.dominated if fewer else row.dominates
+        if against == 0:
+            verdict = "fewer bits" if fewer else "more bits"
+    if verdict == "undecided" and row.sign_significant:
+        verdict = "fewer bits" if row.dominates + (row.bd_rate_mean < 0) > 0 else "more bits"
+    return verdict
 
 
 def _t5_readable(table: pd.DataFrame) -> pd.DataFrame:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from gradcomp import reporting
 from gradcomp.compression.rates import RATE_FIELDS
+from gradcomp.compression.specs import variant_label
 from gradcomp.lossy.per_bit import read_rounds
 from gradcomp.lossy.run_files import RUN_IDENTITY
 from gradcomp.statistics.paired import (
@@ -78,7 +79,7 @@ def t3_table(
         baseline=baseline,
         means=["cumulative_bits_coded", "cumulative_bits_fixed", *BIT_FIELDS],
         pairable=_pairable(pairable),
-        kept_sets=kept_sets,
+        kept_set=_kept_set(kept_sets),
         curves=curves,
     )
 
@@ -129,6 +130,12 @@ def _pairable(names: Collection[str] | None):
     return None if names is None else (lambda name: name in names)
 
 
+def _kept_set(kept_sets: Mapping[str, str] | None):
+    """A variant's kept set from its name, rate and M, read from the study's variant label ->
+    kept set (None: no kept sets)."""
+    return None if kept_sets is None else (lambda n, r, m: kept_sets[variant_label(n, r, m)])
+
+
 #: T4's paired differences (the per-bit gain is shown, not tested: its difference is
 #: significant whenever the bits differ, whatever the accuracy does)
 T4_PAIRED = ("test_loss", "test_acc")
@@ -161,7 +168,7 @@ def t4_table(
         baseline=baseline,
         means=["bits_coded", "fixed_bits_per_entry", "exact_acc", "start_acc"],
         pairable=_pairable(pairable),
-        kept_sets=kept_sets,
+        kept_set=_kept_set(kept_sets),
         curves=curves,
     )
     if margin is None or table.empty:

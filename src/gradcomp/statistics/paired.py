@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from gradcomp.compression.specs import variant_label
 from gradcomp.statistics.nested import nested_test
 
 __all__ = [
@@ -121,24 +120,24 @@ def pick_baseline(
     variants: pd.DataFrame,
     baseline: str,
     pairable: Callable[[str], bool] | None = None,
-    kept_sets: Mapping[str, str] | None = None,
+    kept_set: Callable[[str, int, int], str] | None = None,
     curves: Mapping[str, str] | None = None,
 ) -> dict[tuple, tuple | None]:
     """Variant (:data:`VARIANT` tuple) -> the ``baseline`` variant it is paired with: same
     model and rate, the same M when the baseline has it, else the baseline's smallest M at
     that rate; None for the baseline itself, a variant whose rate the baseline lacks, or a
     compressor that ``pairable`` refuses (its rate means something else than the
-    baseline's). With ``kept_sets`` (variant label -> kept set), the baseline is any entry of
-    the baseline's curve (``curves``: name -> curve) on the variant's own kept set, so that a
-    top-K 10% quantizer is paired with the baseline at top-K 10%."""
+    baseline's). With ``kept_set`` (a variant's kept set from its name, rate and M), the
+    baseline is any entry of the baseline's curve (``curves``: name -> curve) on the variant's
+    own kept set, so that a top-K 10% quantizer is paired with the baseline at top-K 10%."""
     curves = dict(curves or {})
     base_curve = curves.get(baseline, baseline)
-    sets: Mapping[str, str] = kept_sets or {}  # kept() is called only with kept sets
 
     def kept(name, rate, M):
-        return sets[variant_label(name, int(rate), int(M))]
+        assert kept_set is not None  # called only with kept sets
+        return kept_set(name, int(rate), int(M))
 
-    if kept_sets is None:
+    if kept_set is None:
         base = variants[variants["compressor"] == baseline]
     else:
         base = variants[[curves.get(n, n) == base_curve for n in variants["compressor"]]]
@@ -147,13 +146,13 @@ def pick_baseline(
         key = tuple(row)
         model, name, rate, M = key
         cands = base[(base["model"] == model) & (base["rate"] == rate)]
-        if kept_sets is not None and not cands.empty:
+        if kept_set is not None and not cands.empty:
             same = [
                 kept(n, r, m) == kept(name, rate, M)
                 for n, r, m in zip(cands["compressor"], cands["rate"], cands["M"], strict=True)
             ]
             cands = cands[same]  # fmt: skip
-        joins = curves.get(name, name) == base_curve if kept_sets is not None else name == baseline
+        joins = curves.get(name, name) == base_curve if kept_set is not None else name == baseline
         if joins or cands.empty or (pairable is not None and not pairable(name)):
             out[key] = None
             continue
@@ -173,7 +172,7 @@ def paired_summary(
     baseline: str,
     means: Sequence[str] = (),
     pairable: Callable[[str], bool] | None = None,
-    kept_sets: Mapping[str, str] | None = None,
+    kept_set: Callable[[str, int, int], str] | None = None,
     curves: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per variant (:data:`VARIANT`), all intervals over the design's units (see
@@ -192,7 +191,7 @@ def paired_summary(
     units = trajectory_units(data)
     unit = units[-1]
     per_seed = seed_means(data, sorted({*metrics, *paired}), unit=units)
-    pairs = pick_baseline(per_seed, baseline, pairable, kept_sets, curves)
+    pairs = pick_baseline(per_seed, baseline, pairable, kept_set, curves)
     indexed = per_seed.set_index([*VARIANT, *units]).sort_index()
     rows = []
     for key, group in per_seed.groupby(list(VARIANT), sort=True):

@@ -26,12 +26,11 @@ the design's units (:mod:`gradcomp.statistics.nested`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from gradcomp.compression.specs import variant_label
 from gradcomp.statistics.matched_bits import pareto_front
 
 __all__ = ["bd_rate", "curve_points", "dominance", "drop_dominated", "monotone_decreasing"]
@@ -127,15 +126,18 @@ def curve_points(points, curves):
     return out
 
 
-def drop_dominated(per_seed: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
+def drop_dominated(
+    per_seed: pd.DataFrame, metric: str, label: Callable[[str, int, int], str]
+) -> tuple[pd.DataFrame, dict]:
     """``per_seed`` without the configurations that another of their own curve (model,
     curve, M) beats in mean bits and mean ``metric`` (:func:`~gradcomp.statistics.matched_bits.
-    pareto_front`), and (model, curve, M) -> those configurations' labels, comma-joined."""
+    pareto_front`), and (model, curve, M) -> those configurations' labels (``label(name,
+    rate, M)``), comma-joined."""
     keep, dominated = [], {}
     for key, pts in per_seed.groupby(["model", "curve", "M"], sort=True):
         means = pts.groupby(["compressor", "rate"])[["bits_per_entry", metric]].mean()
         front = pareto_front(means["bits_per_entry"], means[metric])
-        out = [variant_label(n, int(r), int(key[2])) for (n, r), on in
+        out = [label(n, int(r), int(key[2])) for (n, r), on in
                zip(means.index, front, strict=True) if not on]  # fmt: skip
         if out:
             dominated[key] = ",".join(out)

@@ -48,23 +48,26 @@ simulation (:mod:`gradcomp.statistics.verdict_simulation`, ``tests/test_verdict_
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from gradcomp import reporting
-from gradcomp.artifacts import write_text, write_tsv
-from gradcomp.compression.specs import variant_label
-from gradcomp.statistics.bracket_choice import choose, difference_ends
-from gradcomp.statistics.matched_bits import bracket_at, frontier_candidates, pareto_front
-from gradcomp.statistics.max_contrast import MaxContrastTest, max_contrast_test
+from gradcomp.statistics.matched_bits import pareto_front
+from gradcomp.statistics.matched_differences import (
+    Label,
+    frontier_tests,
+    kept_set_ends,
+    one_configuration_ends,
+    step_log2,
+    wide,
+)
+from gradcomp.statistics.max_contrast import MaxContrastTest
 from gradcomp.statistics.nested import bounded_test, decide, decided_interval, variance_components
-from gradcomp.statistics.paired import holm, seed_means
+from gradcomp.statistics.paired import holm
 
-__all__ = ["POINT_COLUMNS", "question_label", "table_verdicts", "verdicts_from_points",
-           "verdicts_table"]  # fmt: skip
+__all__ = ["POINT_COLUMNS", "question_label", "verdicts_from_points"]
 
 #: The columns a verdict needs per variant and trajectory (:func:`verdicts_from_points`).
 POINT_COLUMNS = ("model", "compressor", "rate", "M", "warm_start", "seed", "bits_per_entry",
@@ -97,102 +100,25 @@ def question_label(
     return f"{head} vs {q['reference']} M{q['reference_M']}, {match}"
 
 
-def _one_configuration_ends(at_model, question, kept_sets, kept_set, trajectories, y_loss, y_acc):
-    """Per trajectory, the loss and accuracy differences to the one reference configuration
-    (``reference_rate``, ``reference_M``, on ``kept_set``) at its own bits, both ends equal
-    (no reading between configurations), with its label and design-mean bits; or None and
-    why not."""
-    rows = at_model[
-        (at_model["curve"] == question["reference"])
-        & (at_model["rate"] == question["reference_rate"])
-        & (at_model["M"] == question["reference_M"])
-    ]
-    labels = [variant_label(n, int(r), int(m)) for n, r, m in zip(
-        rows["compressor"], rows["rate"], rows["M"], strict=True)]  # fmt: skip
-    rows = rows[[kept_sets.get(lb, "") == kept_set for lb in labels]]
-    name = f"{question['reference']} R{question['reference_rate']} M{question['reference_M']}"
-    if rows.empty:
-        return None, f"{name} has no configuration on {kept_set} in the one-round study"
-    ref = _wide(rows, trajectories, f"{question['reference']}'s")
-    if len(ref["labels"]) > 1:
-        return None, f"{name} is more than one configuration on {kept_set}: {ref['labels']}"
-    (label,) = ref["labels"]
-    d_loss = y_loss - ref["loss"][label]
-    d_acc = y_acc - ref["acc"][label]
-    return ((d_loss, d_loss), (d_acc, d_acc), label, ref["bits"][label]), ""
+@dataclass(frozen=True)
+class _Test:
+    """A question's test configuration on one model: its trajectories (in order), the design's
+    units, its label and kept set, per-trajectory loss and accuracy, design-mean bits."""
 
-
-def _wide(rows: pd.DataFrame, trajectories: pd.MultiIndex, what: str) -> dict[str, Any]:
-    """Label -> per-trajectory arrays (in ``trajectories``' order) and design-mean bits."""
-    labels_of = np.array([variant_label(n, int(r), int(m)) for n, r, m in zip(
-        rows["compressor"], rows["rate"], rows["M"], strict=True)])  # fmt: skip
-    labels = sorted(set(labels_of))
-    col = {lb: i for i, lb in enumerate(labels)}
-    row = trajectories.get_indexer(pd.MultiIndex.from_frame(rows[["warm_start", "seed"]]))
-    j = np.array([col[lb] for lb in labels_of], dtype=np.int64)
-    inside = row >= 0
-    seen = np.zeros((len(trajectories), len(labels)), dtype=np.int64)
-    np.add.at(seen, (row[inside], j[inside]), 1)
-    if (seen > 1).any():
-        r, c = np.argwhere(seen > 1)[0]
-        raise ValueError(f"{what} {labels[c]} appears twice on a trajectory")
-    if (seen == 0).any():
-        r, c = np.argwhere(seen == 0)[0]
-        ws, seed = trajectories[r]
-        raise ValueError(
-            f"{what} {labels[c]} has no points on trajectory warm start {ws}, seed {seed}, "
-            "where the question's test configuration has"
-        )
-    out: dict[str, Any] = {"labels": labels}
-    for key, column in (("loss", "test_loss"), ("acc", "test_acc"), ("bits", "bits_per_entry")):
-        values = np.full(seen.shape, np.nan)
-        values[row[inside], j[inside]] = rows[column].to_numpy(dtype=np.float64)[inside]
-        out[key] = {lb: values[:, i] for i, lb in enumerate(labels)}
-    out["bits"] = {lb: float(v.mean()) for lb, v in out["bits"].items()}
-    return out
-
-
-def _kept_set_ends(x, ref, kept, kept_set, question, y_loss, y_acc, units):
-    """Per trajectory (low, high) ends of the loss and accuracy differences to the reference
-    curve on ``kept_set`` at ``x`` bits, each read as its own points support
-    (:mod:`gradcomp.statistics.bracket_choice`), and what was used; or None and why not."""
-    pool = {lb: ref["bits"][lb] for lb in ref["labels"] if kept[lb] == kept_set}
-    if not pool:
-        return None, f"{question['reference']} has no configuration on {kept_set}"
-    b = bracket_at(x, pool, interpolation=question.get("interpolation") or "convex")
-    if b is None:
-        lo, hi = min(pool.values()), max(pool.values())
-        return None, (
-            f"{x:.4g} bits lie outside {question['reference']}'s {lo:.4g}-{hi:.4g} on {kept_set}"
-        )
-    kind, ends = choose(b, ref["loss"], units)
-    acc = difference_ends(y_acc, ref["acc"], choose(b, ref["acc"], units)[1])
-    return (difference_ends(y_loss, ref["loss"], ends), acc, b.used(kind), b.step_log2, kind), ""
-
-
-def _frontier_tests(x, ref, question, y_loss, y_acc, units):
-    """Loss and accuracy :class:`~gradcomp.statistics.max_contrast.MaxContrastTest` against the
-    reference's operational curve at ``x`` bits, and the candidates; or None and why not."""
-    candidates = frontier_candidates(x, ref["bits"])
-    if candidates is None:
-        lo, hi = min(ref["bits"].values()), max(ref["bits"].values())
-        return None, f"{x:.4g} bits lie outside {question['reference']}'s {lo:.4g}-{hi:.4g}"
-
-    def contrasts(y, values, sign):
-        return np.column_stack([
-            sign * (y - sum(w * values[lb] for lb, w in c.items())) for c in candidates
-        ])  # fmt: skip
-
-    loss = max_contrast_test(contrasts(y_loss, ref["loss"], 1.0), units)
-    acc = max_contrast_test(contrasts(y_acc, ref["acc"], -1.0), units)
-    return (loss, acc, candidates), ""
+    trajectories: pd.MultiIndex
+    units: np.ndarray
+    label: str
+    kept_set: str
+    loss: np.ndarray
+    acc: np.ndarray
+    bits: float
 
 
 def _question_rows(
-    points: pd.DataFrame, question: Mapping[str, Any], kept_sets, margin: float
+    points: pd.DataFrame, question: Mapping[str, Any], kept_sets, margin: float, label: Label
 ) -> list[dict[str, Any]]:
     rows = []
-    test_label = variant_label(question["test"], question["rate"], question["M"])
+    test_label = label(question["test"], question["rate"], question["M"])
     kept_set = kept_sets.get(test_label, "")
     for model, at_model in points.groupby("model", sort=True):
         test = at_model[
@@ -205,103 +131,125 @@ def _question_rows(
         trajectories = pd.MultiIndex.from_frame(
             test[["warm_start", "seed"]].drop_duplicates().sort_values(["warm_start", "seed"])
         )
-        t = _wide(test, trajectories, "the test configuration")
+        t = wide(test, trajectories, "the test configuration", label)
         # the design's units: warm starts where there are two or more, else trajectories
         units = trajectories.get_level_values("warm_start").to_numpy()
-        y_loss, y_acc = t["loss"][test_label], t["acc"][test_label]
-        x = t["bits"][test_label]
-        base = {
-            "model": model, "family": question.get("family", "primary"),
-            "question": question_label(question, kept_set), "test": question["test"],
-            "rate": question["rate"], "M": question["M"], "kept_set": kept_set,
-            "reference": question["reference"], "reference_M": question["reference_M"],
-            "match": question["match"],
-            "interpolation": question.get("interpolation") or (
-                "convex" if question["match"] == "kept_set" else "chord"),
-            "test_point": test_label, "bits_per_entry": x, "trajectories": len(trajectories),
-            "reference_rate": question.get("reference_rate"), "reference_bits": np.nan,
-        }  # fmt: skip
-        if question["match"] == "exact":
-            exact = test.set_index(["warm_start", "seed"]).reindex(trajectories)
-            d_loss = y_loss - exact["exact_loss"].to_numpy()
-            d_acc = y_acc - exact["exact_acc"].to_numpy()
-            loss_ends, acc_ends = (d_loss, d_loss), (d_acc, d_acc)
-            described = {"reference_points": "uncompressed", "reference_dominated": "",
-                         "step_log2": 0.0, "note": ""}  # fmt: skip
-        elif question.get("reference_rate") is not None:
-            base["interpolation"] = "none"
-            found, why = _one_configuration_ends(
-                at_model, question, kept_sets, kept_set, trajectories, y_loss, y_acc
-            )
-            if found is None:
-                nan = np.full(len(trajectories), np.nan)
-                loss_ends, acc_ends = (nan, nan), (nan, nan)
-                described = {"reference_points": "", "reference_dominated": "",
-                             "step_log2": np.nan, "note": f"not matched: {why}"}  # fmt: skip
-            else:
-                loss_ends, acc_ends, used, ref_bits = found
-                base["reference_bits"] = ref_bits
-                base["question"] = question_label(question, kept_set, (x, ref_bits))
-                described = {"reference_points": used, "reference_dominated": "",
-                             "step_log2": 0.0, "note": ""}  # fmt: skip
-        else:
-            ref_rows = at_model[
-                (at_model["curve"] == question["reference"])
-                & (at_model["M"] == question["reference_M"])
-            ]
-            ref_rows = ref_rows[
-                [variant_label(n, int(r), int(m)) != test_label for n, r, m in zip(
-                    ref_rows["compressor"], ref_rows["rate"], ref_rows["M"], strict=True)]
-            ]  # fmt: skip
-            if ref_rows.empty:
-                continue
-            ref = _wide(ref_rows, trajectories, f"{question['reference']}'s")
-            front = pareto_front(
-                [ref["bits"][lb] for lb in ref["labels"]],
-                [ref["loss"][lb].mean() for lb in ref["labels"]],
-            )
-            dominated = {lb for lb, on in zip(ref["labels"], front, strict=True) if not on}
-            if question["match"] == "kept_set":
-                found, why = _kept_set_ends(
-                    x, ref, kept_sets, kept_set, question, y_loss, y_acc, units
-                )
-            else:
-                found, why = _frontier_tests(x, ref, question, y_loss, y_acc, units)
-            if found is None:
-                nan = np.full(len(trajectories), np.nan)
-                loss_ends, acc_ends = (nan, nan), (nan, nan)
-                described = {"reference_points": "", "reference_dominated": "",
-                             "step_log2": np.nan, "note": f"not matched: {why}"}  # fmt: skip
-            elif question["match"] == "kept_set":
-                loss_ends, acc_ends, used, step, base["interpolation"] = found
-                described = {
-                    "reference_points": ",".join(used),
-                    "reference_dominated": ",".join(lb for lb in used if lb in dominated),
-                    "step_log2": step, "note": "",
-                }  # fmt: skip
-            else:
-                lt, neg_acc, candidates = found
-                binding = candidates[int(np.argmax(lt.estimates))] if lt.contrasts else {}
-                used = sorted(binding)
-                described = {
-                    "reference_points": ",".join(used),
-                    "reference_dominated": ",".join(lb for lb in used if lb in dominated),
-                    "step_log2": _step(binding, ref["bits"]),
-                    "candidates": lt.contrasts,
-                    "note": "",
-                }
-                rows.append(_row(base, described, lt, neg_acc, margin, units, None))
-                continue
-        lt = bounded_test(*loss_ends, units)
-        at = bounded_test(*acc_ends, units)
-        rows.append(_row(base, described, lt, at, margin, units, loss_ends))
+        y = _Test(trajectories, units, test_label, kept_set, t["loss"][test_label],
+                  t["acc"][test_label], t["bits"][test_label])  # fmt: skip
+        row = _model_row(model, at_model, test, question, y, kept_sets, margin, label)
+        if row is not None:
+            rows.append(row)
     return rows
 
 
-def _step(weights: Mapping[str, float], bits: Mapping[str, float]) -> float:
-    """log2 of the bits ratio of a candidate's two configurations (0 for one)."""
-    b = [bits[lb] for lb in weights]
-    return float(np.log2(max(b) / min(b))) if b else np.nan
+def _model_row(model, at_model, test, question, y: _Test, kept_sets, margin, label):
+    """One model's verdict row of ``question`` (None: the reference has no configuration)."""
+    base = {
+        "model": model, "family": question.get("family", "primary"),
+        "question": question_label(question, y.kept_set), "test": question["test"],
+        "rate": question["rate"], "M": question["M"], "kept_set": y.kept_set,
+        "reference": question["reference"], "reference_M": question["reference_M"],
+        "match": question["match"],
+        "interpolation": question.get("interpolation") or (
+            "convex" if question["match"] == "kept_set" else "chord"),
+        "test_point": y.label, "bits_per_entry": y.bits, "trajectories": len(y.trajectories),
+        "reference_rate": question.get("reference_rate"), "reference_bits": np.nan,
+    }  # fmt: skip
+    if question["match"] == "exact":
+        exact = test.set_index(["warm_start", "seed"]).reindex(y.trajectories)
+        d_loss = y.loss - exact["exact_loss"].to_numpy()
+        d_acc = y.acc - exact["exact_acc"].to_numpy()
+        described = {"reference_points": "uncompressed", "reference_dominated": "",
+                     "step_log2": 0.0, "note": ""}  # fmt: skip
+        return _bounded_row(base, described, (d_loss, d_loss), (d_acc, d_acc), y, margin)
+    if question.get("reference_rate") is not None:
+        base["interpolation"] = "none"
+        found, why = one_configuration_ends(
+            at_model, question, kept_sets, y.kept_set, y.trajectories, y.loss, y.acc, label
+        )
+        if found is None:
+            return _bounded_row(base, *_not_matched(y, why), y, margin)
+        loss_ends, acc_ends, used, ref_bits = found
+        base["reference_bits"] = ref_bits
+        base["question"] = question_label(question, y.kept_set, (y.bits, ref_bits))
+        described = {"reference_points": used, "reference_dominated": "",
+                     "step_log2": 0.0, "note": ""}  # fmt: skip
+        return _bounded_row(base, described, loss_ends, acc_ends, y, margin)
+    return _curve_row(base, at_model, question, y, kept_sets, margin, label)
+
+
+def _curve_row(base, at_model, question, y: _Test, kept_sets, margin, label):
+    """The row of a question against the reference's curve on the test's kept set
+    (``kept_set``) or over every kept set (``frontier``); None where the reference has no
+    configuration but the test's own."""
+    ref_rows = at_model[
+        (at_model["curve"] == question["reference"]) & (at_model["M"] == question["reference_M"])
+    ]
+    ref_rows = ref_rows[
+        [label(n, int(r), int(m)) != y.label for n, r, m in zip(
+            ref_rows["compressor"], ref_rows["rate"], ref_rows["M"], strict=True)]
+    ]  # fmt: skip
+    if ref_rows.empty:
+        return None
+    ref = wide(ref_rows, y.trajectories, f"{question['reference']}'s", label)
+    front = pareto_front(
+        [ref["bits"][lb] for lb in ref["labels"]],
+        [ref["loss"][lb].mean() for lb in ref["labels"]],
+    )
+    dominated = {lb for lb, on in zip(ref["labels"], front, strict=True) if not on}
+    if question["match"] == "kept_set":
+        found, why = kept_set_ends(
+            y.bits, ref, kept_sets, y.kept_set, question, y.loss, y.acc, y.units
+        )
+    else:
+        found, why = frontier_tests(y.bits, ref, question, y.loss, y.acc, y.units)
+    if found is None:
+        return _bounded_row(base, *_not_matched(y, why), y, margin)
+    if question["match"] == "kept_set":
+        loss_ends, acc_ends, used, step, base["interpolation"] = found
+        described = {
+            "reference_points": ",".join(used),
+            "reference_dominated": ",".join(lb for lb in used if lb in dominated),
+            "step_log2": step, "note": "",
+        }  # fmt: skip
+        return _bounded_row(base, described, loss_ends, acc_ends, y, margin)
+    lt, neg_acc, candidates = found
+    binding = candidates[int(np.argmax(lt.estimates))] if lt.contrasts else {}
+    used = sorted(binding)
+    described = {
+        "reference_points": ",".join(used),
+        "reference_dominated": ",".join(lb for lb in used if lb in dominated),
+        "step_log2": step_log2(binding, ref["bits"]),
+        "candidates": lt.contrasts,
+        "note": "",
+    }
+    return _row(base, described, lt, neg_acc, margin, y.units, None)
+
+
+#: Per-trajectory (low, high) ends of a difference.
+_Ends = tuple[np.ndarray, np.ndarray]
+
+
+def _not_matched(y: _Test, why: str) -> tuple[dict[str, Any], _Ends, _Ends]:
+    """NaN ends and the note of a question its reference cannot answer."""
+    nan = np.full(len(y.trajectories), np.nan)
+    described = {"reference_points": "", "reference_dominated": "",
+                 "step_log2": np.nan, "note": f"not matched: {why}"}  # fmt: skip
+    return described, (nan, nan), (nan, nan)
+
+
+def _bounded_row(
+    base: dict[str, Any],
+    described: dict[str, Any],
+    loss_ends: _Ends,
+    acc_ends: _Ends,
+    y: _Test,
+    margin: float,
+) -> dict[str, Any]:
+    """The row of two-level tests of the loss and accuracy ends (charging the bracket)."""
+    lt = bounded_test(*loss_ends, y.units)
+    at = bounded_test(*acc_ends, y.units)
+    return _row(base, described, lt, at, margin, y.units, loss_ends)
 
 
 def _row(base, described, lt, at, margin, units, loss_ends) -> dict[str, Any]:
@@ -345,6 +293,7 @@ def verdicts_from_points(
     curves: Mapping[str, str],
     kept_sets: Mapping[str, str],
     margin: float,
+    label: Label,
     alpha: float = 0.05,
     power: float = 0.8,
     target: float = 0.02,
@@ -362,13 +311,15 @@ def verdicts_from_points(
     (default None: the reference curve at the test's bits; a rate: that one configuration of
     the reference at its own bits, on the test's kept set)
     (:class:`gradcomp.study.lossy.Question`); ``curves``: compressor name -> its rate curve (a
-    name not listed is its own); ``kept_sets``: variant label (``name/R{rate}_M{M}``) -> its
-    kept set (:func:`gradcomp.statistics.matched_bits.kept_set_of`); ``names``: readers' names
+    name not listed is its own); ``kept_sets``: variant label -> its kept set
+    (:func:`gradcomp.statistics.matched_bits.kept_set_of`); ``label``: a variant's label from
+    its name, rate and M (the study's ``name/R{rate}_M{M}``, the caller's
+    :func:`gradcomp.compression.specs.variant_label`); ``names``: readers' names
     (:meth:`gradcomp.study.lossy.LossySection.display_names`: variant labels and
     ``{name}@M{M}``) for the columns ``test_name`` and ``reference_name`` (the identifiers
     where a name is missing)."""
     points = per_seed.assign(curve=[curves.get(n, n) for n in per_seed["compressor"]])
-    rows = [row for q in questions for row in _question_rows(points, q, kept_sets, margin)]
+    rows = [row for q in questions for row in _question_rows(points, q, kept_sets, margin, label)]
     table = pd.DataFrame(rows)
     if table.empty:
         return table
@@ -429,93 +380,3 @@ def _has_rate(value: Any) -> bool:
     """Whether a row's ``reference_rate`` names one reference configuration (not None, NaN
     or an empty cell read back)."""
     return value is not None and value != "" and not pd.isna(value)
-
-
-def verdicts_table(paths: Sequence[str | Path], **kwargs: Any) -> pd.DataFrame:
-    """:func:`verdicts_from_points` of the one-round study tables ``paths`` (their rounds
-    averaged per trajectory; variants whose bits are an ideal channel's, not bytes sent, left
-    out)."""
-    from gradcomp.lossy.paper_y_tables import one_round_data, sent_bits_only
-
-    data = sent_bits_only(one_round_data(paths))
-    per_seed = seed_means(
-        data, ["bits_per_entry", "test_loss", "test_acc", "exact_loss", "exact_acc"]
-    )
-    return verdicts_from_points(per_seed, **kwargs)
-
-
-def _readable(table: pd.DataFrame) -> pd.DataFrame:
-    """The Markdown view: at most ten columns, the rest stays in the TSV."""
-    out = pd.DataFrame(
-        {
-            "family": table["family"],
-            "question": table["model"] + ": " + table["question"],
-            "bits/entry": table["bits_per_entry"],
-        }
-    )
-    out["loss_diff_mean"] = table["loss_diff_mean"]
-    out["decided_lo"] = table["decided_lo"]
-    out["decided_hi"] = table["decided_hi"]
-    out["interp_bound"] = table["interp_bound"]
-    out["p_holm"] = table["p_holm"]
-    out["min_detectable"] = table["min_detectable"]
-    out["verdict"] = [
-        v + (f" ({n})" if n else "") for v, n in zip(table["verdict"], table["note"], strict=True)
-    ]
-    return out
-
-
-def table_verdicts(
-    paths, tsv, md, *, questions, curves, kept_sets, margin: float, alpha: float = 0.05,
-    power: float = 0.8, target: float = 0.02, names: Mapping[str, str] | None = None,
-) -> pd.DataFrame:  # fmt: skip
-    """Write the verdicts as TSV (every column) and Markdown (:func:`_readable`)."""
-    if not questions:
-        write_tsv(tsv, pd.DataFrame(columns=["model", "question", "verdict"]))
-        write_text(
-            md, "# Verdicts\n\nNo primary question is declared (lossy.verdicts.questions).\n"
-        )
-        return pd.DataFrame()
-    table = verdicts_table(
-        paths, questions=questions, curves=curves, kept_sets=kept_sets, margin=margin,
-        alpha=alpha, power=power, target=target, names=names,
-    )  # fmt: skip
-    if table.empty:
-        raise ValueError(
-            "no verdict could be computed: no question's test configuration is in the "
-            "one-round study (lossy.verdicts.questions, lossy.one_round.variants)"
-        )
-    families = ", ".join(
-        f"{f} ({int(n)})"
-        for f, n in table.groupby("family", sort=False)["family_size"].max().items()
-    )
-    title = (
-        "Verdicts: the primary questions (lossy.verdicts), each one test configuration at the "
-        "bits it spends (one-round study). Difference: its test loss minus the reference's at "
-        "the same bits (uncompressed: the same round's float32 aggregate; kept set: the "
-        "reference quantizer's curve on the same top-K fraction; frontier: the reference's "
-        "operational curve over every top-K fraction, chosen without the warm start it is "
-        "compared on; with a reference rate: that one reference configuration on the same "
-        "kept set at its own bits, both bits in the question, no bracket); nats, negative = "
-        "lower loss for the same bits. Between two reference "
-        "configurations the curve is bracketed as its points allow (interpolation: convex or "
-        "concave, the chord and the neighbouring secants; either bend; monotone; slope, within "
-        "0.1% of one); interp_bound is that bracket's width, charged in the interval. Mean "
-        "(the bracket's middle) [95% interval: the low end's lower and the "
-        "high end's upper Student-t limit] over the warm starts, each the mean of its nested "
-        f"seeds (two-level design). Holm families, each adjusted on its own: {families}. "
-        f"Verdict: equivalent if the adjusted TOST p (|difference| >= {margin:g} nats) < "
-        f"{alpha:g}, else better / worse if the adjusted p (difference = 0) < {alpha:g}, "
-        f"else undecided. decided_lo / decided_hi: the interval the verdict is decided on, at "
-        "the family's Holm-adjusted level (alpha p / p_holm: it excludes 0 exactly when the "
-        "adjusted test rejects; for equivalent the TOST interval, inside the margin; for "
-        "undecided the hull of both); the unadjusted 95% interval is loss_diff_lo / _hi in "
-        f"verdicts.tsv. min_detectable: the difference detected either way with {power:.0%} "
-        f"power at level {alpha:g}/m (Holm's first step, m the family's size), interp_bound "
-        "included. "
-        "The reference configurations used, the bracket's largest step (log2 bits), the "
-        "accuracy differences and the warm starts that would detect "
-        f"{target:g} nats: verdicts.tsv. Coverage and power of this procedure: docs/results.md."
-    )
-    reporting.write_table(table, tsv, md, title=title, readable=_readable(table))
-    return table
