@@ -113,7 +113,7 @@ def figure_y6(
     and 95% interval over the design's units, or the runs' own values when fewer than
     :data:`~gradcomp.plotting.paper_y_points.MIN_REPLICATES`); right, the verdict of every primary
     question about it, read from ``verdicts`` (the verdict table,
-    :func:`gradcomp.statistics.verdicts.table_verdicts`' TSV, or its frame) as it is: a column per
+    :func:`gradcomp.lossy.verdict_tables.table_verdicts`' TSV, or its frame) as it is: a column per
     reference, a mark per verdict (:data:`VERDICT_MARKS`). ``kept_sets``: compressor -> kept set.
     The title names ``model`` (whose verdicts are read) and ``source`` (the data line). The
     height grows with the number of variants, the width does not."""
