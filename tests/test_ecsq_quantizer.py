@@ -17,8 +17,8 @@ from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.specs import SpecError, check_spec, user_seed
 from gradcomp.compression.wire import UpdateLayout, encode_update, make_receiver
-from gradcomp.quantization.ecsq import _half_thresholds, cells_of
-from gradcomp.quantization.ecsq_law import MAX_LEVELS, ecsq_for_law
+from gradcomp.compression.ecsq import _half_thresholds, cells_of
+from gradcomp.compression.ecsq_law import MAX_LEVELS, ecsq_for_law
 
 SPEC = {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, "topk": 0.452}
 
@@ -230,7 +230,7 @@ def test_the_alphabet_costs_at_most_a_hundredth_of_a_bit(family, params, tau, ta
     (GenNorm beta 0.7 at 4 and 5 bits, where it spent 2.98 and 3.49 bits) and 0.42 (the
     top-K Laplacian at 4 bits), from the 2^(R+2)-level cap and the 1,000-cell grid."""
     from gradcomp.compression.ecsq_quantizer import ecsq_levels
-    from gradcomp.quantization import ecsq_law
+    from gradcomp.compression import ecsq_law
 
     params = {"loc": 0.0, "scale": 1.0, **params}
     levels, thresholds = ecsq_levels(family, tuple(params.items()), 2.0, tau, target, MAX_LEVELS)

@@ -19,7 +19,9 @@ model-based quantizer), :mod:`~gradcomp.compression.kmeans_quantizer` (the data-
 reference), :mod:`~gradcomp.compression.gaussian_channel` (the rate-distortion reference),
 :mod:`~gradcomp.compression.float8`, :mod:`~gradcomp.compression.tcq_quantizer` (trellis-coded
 quantization), :mod:`~gradcomp.compression.ecsq_quantizer` (entropy-constrained, for the coded
-bits) with :mod:`~gradcomp.compression.ecsq_data_quantizer` (its design on the data) and
+bits; its design on a law in :mod:`~gradcomp.compression.ecsq_law`, on weighted points in
+:mod:`~gradcomp.compression.ecsq`, both giving an :mod:`~gradcomp.compression.ecsq_result`)
+with :mod:`~gradcomp.compression.ecsq_data_quantizer` (its design on the data) and
 :mod:`~gradcomp.compression.count_sketch` (on the hashes of
 :mod:`~gradcomp.compression.sketch_hash`; FetchSGD's protocol, users sketch and the server sums, in
 :mod:`~gradcomp.compression.fetchsgd`).

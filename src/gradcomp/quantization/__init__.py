@@ -6,10 +6,9 @@ fitted laws' cell moments (:mod:`~gradcomp.quantization.symmetric_law`, far tail
 (:mod:`~gradcomp.quantization.lloyd`, Newton steps in :mod:`~gradcomp.quantization.lloyd_newton`,
 many designs at once in :mod:`~gradcomp.quantization.lloyd_batch`,
 the authors' released variant in :mod:`~gradcomp.quantization.released_lloyd`), the
-entropy-constrained design under the same distortion (:mod:`~gradcomp.quantization.ecsq` on
-weighted points, :mod:`~gradcomp.quantization.ecsq_law` for a fitted law, both giving a
-:mod:`~gradcomp.quantization.ecsq_result`; its distance to D(R):
-:mod:`~gradcomp.quantization.rd_gap`), its data
+distance of a design to D(R) (:mod:`~gradcomp.quantization.rd_gap`; the entropy-constrained
+design charges its indices a code's lengths, so it sits above coding, in
+:mod:`gradcomp.compression.ecsq`), Lloyd's data
 counterpart (weighted k-means, :mod:`~gradcomp.quantization.kmeans`), trellis-coded
 quantization (:mod:`~gradcomp.quantization.tcq`), that distortion on data
 (:mod:`~gradcomp.quantization.distortion`) and the rate-distortion bound

@@ -1,6 +1,6 @@
 """What an entropy-constrained scalar quantizer design is (:class:`ECSQResult`), shared by
 the design on weighted points (``ecsq_design``) and the design of a fitted law
-(:func:`gradcomp.quantization.ecsq_law.ecsq_for_law`): its levels, cells, code lengths
+(:func:`gradcomp.compression.ecsq_law.ecsq_for_law`): its levels, cells, code lengths
 (ideal or Huffman), M-weighted distortion and rate."""
 
 from __future__ import annotations
