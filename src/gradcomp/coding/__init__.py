@@ -14,7 +14,8 @@ and :mod:`~gradcomp.coding.counts` the sizes that follow from a tensor's symbol 
 (its histogram, taken on the tensor's device: whole-model coding).
 
 The codes under them, one per module: :mod:`~gradcomp.coding.huffman` (canonical Huffman,
-real bitstreams), :mod:`~gradcomp.coding.ans` (ANS reference), :mod:`~gradcomp.coding.lz78`
+real bitstreams, on the lengths of :mod:`~gradcomp.coding.huffman_lengths`),
+:mod:`~gradcomp.coding.ans` (ANS reference), :mod:`~gradcomp.coding.lz78`
 (paper L's baseline), :mod:`~gradcomp.coding.general_purpose` (zlib, bz2, lzma, zstd,
 brotli), :mod:`~gradcomp.coding.elias` (Elias-gamma) with its compiled loops
 :mod:`~gradcomp.coding.bit_kernels` (bit packing, gamma reading),

@@ -10,7 +10,7 @@ from typing import Literal
 
 import numpy as np
 
-from gradcomp.coding.huffman import huffman_lengths
+from gradcomp.coding.huffman_lengths import huffman_lengths
 from gradcomp.quantization.level_quantizer import LevelQuantizer
 
 __all__ = ["RATE_TOL", "ECSQResult", "Lengths", "code_lengths", "m_weights"]
