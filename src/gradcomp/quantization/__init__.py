@@ -7,8 +7,8 @@ fitted laws' cell moments (:mod:`~gradcomp.quantization.symmetric_law`, far tail
 many designs at once in :mod:`~gradcomp.quantization.lloyd_batch`,
 the authors' released variant in :mod:`~gradcomp.quantization.released_lloyd`), the
 distance of a design to D(R) (:mod:`~gradcomp.quantization.rd_gap`; the entropy-constrained
-design charges its indices a code's lengths, so it sits above coding, in
-:mod:`gradcomp.compression.ecsq`), Lloyd's data
+design charges its indices a code's lengths, so it sits above coding, in the compression
+package), Lloyd's data
 counterpart (weighted k-means, :mod:`~gradcomp.quantization.kmeans`), trellis-coded
 quantization (:mod:`~gradcomp.quantization.tcq`), that distortion on data
 (:mod:`~gradcomp.quantization.distortion`) and the rate-distortion bound
