@@ -143,7 +143,7 @@ def _compressed_round(fed: Federation, state: dict[str, Any], key: VariantKey,
     ]  # fmt: skip
     new_state = aggregate(state, [s.recon for s in sent], [o.n_train for o in outcomes])
     loss, acc = fed.evaluate(new_state)
-    row = {
+    row: dict[str, Any] = {
         **dict(zip(("compressor", "rate", "M"), key, strict=True)),
         **{b: sum(s.row[b] for s in sent) for b in SUMMED_BITS},
         "bits_source": "+".join(sorted({cast(str, s.row["bits_source"]) for s in sent})),
