@@ -247,9 +247,9 @@ def test_package_checks_find_planted_breaks() -> None:
 
 
 def test_no_package_cycle() -> None:
-    """No cycle between gradcomp's packages, not only between its modules (planted bug:
-    quantization.ecsq_result importing coding.huffman again, while coding imports
-    quantization.grids)."""
+    """No cycle between gradcomp's packages, not only between its modules (planted bug: the
+    entropy-constrained design back in quantization, importing coding.huffman_lengths, while
+    coding imports quantization.grids; main had it)."""
     packages = settled_packages()
     assert find_cycle(packages) is None, " -> ".join(find_cycle(packages) or [])
 
