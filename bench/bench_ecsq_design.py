@@ -4,7 +4,7 @@ quantizer, in bits: for GenNorm beta 0.7, 1, 2 (unit scale) and a top-K-truncate
 tests/ecsq_brute_force.py defines it), M = 0 and 2, target rates 0.5-5 bits.
 
 Per (law, M, rate): ``design_bits`` and ``design_distortion``, the rate (index entropy) and
-M-weighted distortion of :func:`gradcomp.quantization.ecsq_law.ecsq_for_law` with
+M-weighted distortion of :func:`gradcomp.compression.ecsq_law.ecsq_for_law` with
 ``lengths="entropy"``; ``dp_bits``, the rate of the best entropy-constrained quantizer at
 that distortion, from a brute-force Lagrangian dynamic program over interval cells whose
 ends lie on a fine grid (about 3,000 edges), every cell scored on the continuous law with
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from gradcomp.quantization.ecsq_law import ecsq_for_law
+from gradcomp.compression.ecsq_law import ecsq_for_law
 from gradcomp.quantization.rate_distortion import distortion_rate_curve
 
 # the brute-force reference, shared with tests/test_ecsq_law.py

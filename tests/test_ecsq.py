@@ -1,4 +1,4 @@
-"""The entropy-constrained scalar quantizer (gradcomp.quantization.ecsq) against references
+"""The entropy-constrained scalar quantizer (gradcomp.compression.ecsq) against references
 computed here independently: closed-form Laplacian cell moments searched by brute force over
 thresholds (low rate, small alphabets), the Gaussian's R(D) and Gish and Pierce's high-rate
 gap, and the fixed-rate Lloyd design at the same coded bits on the same law."""
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from gradcomp.quantization.ecsq import ecsq_design, lagrangian_design
-from gradcomp.quantization.ecsq_law import ecsq_for_law
+from gradcomp.compression.ecsq import ecsq_design, lagrangian_design
+from gradcomp.compression.ecsq_law import ecsq_for_law
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.rate_distortion import discretise
 from gradcomp.quantization.symmetric_law import SymmetricLaw

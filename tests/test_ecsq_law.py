@@ -1,4 +1,4 @@
-"""The entropy-constrained design of a fitted law (gradcomp.quantization.ecsq_law) against a
+"""The entropy-constrained design of a fitted law (gradcomp.compression.ecsq_law) against a
 brute-force reference (tests/ecsq_brute_force.py, shared with bench/bench_ecsq_design.py): a
 Lagrangian dynamic program over interval cells whose ends lie on a fine grid, every cell
 scored on the continuous law (closed-form truncated gamma moments from scipy, not the
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from ecsq_brute_force import LAWS, TAU, Law, dp_rate, dp_vertices
 
-from gradcomp.quantization.ecsq_law import ecsq_for_law
+from gradcomp.compression.ecsq_law import ecsq_for_law
 
 RATES = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0)
 

@@ -13,11 +13,11 @@ import torch
 from scipy import stats
 
 from gradcomp.compression import build_compressor
+from gradcomp.compression.ecsq import _half_thresholds, cells_of
 from gradcomp.compression.ecsq_data_quantizer import ECSQDataQuantizer
+from gradcomp.compression.ecsq_law import MAX_LEVELS, ecsq_for_law
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.specs import SpecError, check_spec, user_seed
-from gradcomp.quantization.ecsq import _half_thresholds, cells_of
-from gradcomp.quantization.ecsq_law import MAX_LEVELS, ecsq_for_law
 from gradcomp.wire import UpdateLayout, encode_update, make_receiver
 
 SPEC = {"quantizer": "ecsq", "family": "gennorm", "rate": 2, "M": 2, "topk": 0.452}
@@ -153,7 +153,7 @@ def test_the_data_design_sends_its_cells_weighted_means_and_follows_the_target()
     |g|^M-weighted mean of the values labelled with it (computed here cell by cell), as
     float32; its Huffman-coded bits stay at most 0.05 above the target and come within 0.3
     below it (the 2^(R+2) alphabet cannot cover these tails at M = 2 to the last bit)."""
-    from gradcomp.coding.huffman import huffman_lengths
+    from gradcomp.coding.huffman_lengths import huffman_lengths
 
     x = torch.from_numpy(stats.t.rvs(3, scale=1e-3, size=30_000, random_state=8))
     for target in (1.5, 2.5):
@@ -190,7 +190,7 @@ def test_coded_bits_reach_the_target_on_heavy_tails(target) -> None:
     """GenNorm beta 0.7, M = 2, 200,000 draws: the Huffman-coded bits per value (the code of
     the indices' own counts) are within 0.05 of the target (before: 2.88, 2.99 and 3.51 bits
     at targets 3, 4 and 5, the 2^(R+2)-level cap and the 1,000-cell grid holding them)."""
-    from gradcomp.coding.huffman import huffman_lengths
+    from gradcomp.coding.huffman_lengths import huffman_lengths
 
     x = torch.from_numpy(stats.gennorm.rvs(0.7, scale=1e-3, size=200_000, random_state=3))
     q = ECSQQuantizer(math.ceil(target), "gennorm", M=2.0, target_bits=target)
@@ -203,7 +203,7 @@ def huffman_point(family: str, params: dict, tau: float, M: float, levels, thres
     """(mean Huffman length of the cells' probabilities, M-weighted distortion) on the law
     restricted to |x| >= tau: probabilities from scipy's cdf, distortion in closed form
     (gradcomp.quantization.symmetric_law, not the design's code)."""
-    from gradcomp.coding.huffman import huffman_lengths
+    from gradcomp.coding.huffman_lengths import huffman_lengths
     from gradcomp.quantization.symmetric_law import expected_distortion
 
     law = getattr(stats, family)(**params)
@@ -229,8 +229,8 @@ def test_the_alphabet_costs_at_most_a_hundredth_of_a_bit(family, params, tau, ta
     the log2 distortion ratio; now 0.002, 0.008 and 0.000). Before: 1.57 and 1.39 bits
     (GenNorm beta 0.7 at 4 and 5 bits, where it spent 2.98 and 3.49 bits) and 0.42 (the
     top-K Laplacian at 4 bits), from the 2^(R+2)-level cap and the 1,000-cell grid."""
+    from gradcomp.compression import ecsq_law
     from gradcomp.compression.ecsq_quantizer import ecsq_levels
-    from gradcomp.quantization import ecsq_law
 
     params = {"loc": 0.0, "scale": 1.0, **params}
     levels, thresholds = ecsq_levels(family, tuple(params.items()), 2.0, tau, target, MAX_LEVELS)

@@ -5,6 +5,7 @@ imported first)."""
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,80 @@ def test_statistics_knows_nothing_of_training() -> None:
     graph = import_graph()
     assert "gradcomp.statistics.verdicts" in graph
     assert imports_outside(graph, "gradcomp.statistics") == []
+
+
+def package_of(module: str) -> str:
+    """The package a module counts in: its first component under gradcomp (a top-level module
+    such as gradcomp.data is a package of its own)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package -> the other packages its modules import (from a module import graph)."""
+    out: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        mine = package_of(module)
+        out.setdefault(mine, set()).update(package_of(d) for d in deps)
+    return {p: deps - {p} for p, deps in out.items()}
+
+
+#: The library's main packages, lowest floor first: a package imports only packages on floors
+#: below its own (statistics knows no training, so it sits with the fits at the bottom; the
+#: top-level helper modules, gradcomp.artifacts and the like, are left out).
+FLOORS = [
+    {"distributions", "statistics"},
+    {"quantization"},
+    {"coding"},
+    {"compression"},
+    {"wire"},
+    {"distributed", "lossy", "lossless"},
+    {"plotting"},
+    {"study"},
+]
+
+
+def floor_breaks(packages: dict[str, set[str]]) -> list[str]:
+    """Edges of ``packages`` that do not go down FLOORS, as ``"a -> b"``."""
+    floor = {p: i for i, tier in enumerate(FLOORS) for p in tier}
+    return sorted(f"{a} -> {b}" for a, deps in packages.items() for b in deps
+                  if a in floor and b in floor and floor[b] >= floor[a])  # fmt: skip
+
+
+@functools.cache
+def src_packages() -> dict[str, frozenset[str]]:
+    """The package graph of gradcomp (built once: the ast walk takes about a second)."""
+    return {p: frozenset(deps) for p, deps in package_graph(import_graph()).items()}
+
+
+def test_package_checks_find_planted_breaks() -> None:
+    """The package checks themselves (planted bugs: a package graph that drops the edges
+    between packages, a floor check that never reports an upward edge)."""
+    modules_graph = {
+        "gradcomp.coding.a": {"gradcomp.quantization.b"},
+        "gradcomp.quantization.b": {"gradcomp.coding.c", "gradcomp.data"},
+        "gradcomp.coding.c": set(),
+        "gradcomp.data": set(),
+    }
+    packages = package_graph(modules_graph)
+    assert packages == {"coding": {"quantization"}, "quantization": {"coding", "data"},
+                        "data": set()}  # fmt: skip
+    assert find_cycle(packages) == ["coding", "quantization", "coding"]
+    assert floor_breaks(packages) == ["quantization -> coding"]
+    assert floor_breaks({"study": {"coding"}, "coding": {"distributions"}}) == []
+
+
+def test_no_package_cycle() -> None:
+    """No cycle between gradcomp's packages, not only between its modules (planted bug: the
+    entropy-constrained design back in quantization, importing coding.huffman_lengths, while
+    coding imports quantization.grids; main had it)."""
+    packages = {a: set(deps) for a, deps in src_packages().items()}
+    assert find_cycle(packages) is None, " -> ".join(find_cycle(packages) or [])
+
+
+def test_packages_import_down_their_floors() -> None:
+    """Each main package imports only packages on floors below its own (planted bug:
+    gradcomp.coding importing gradcomp.compression)."""
+    packages = {a: set(deps) for a, deps in src_packages().items()}
+    assert {"distributions", "quantization", "coding", "compression", "study"} <= set(packages)
+    assert floor_breaks(packages) == []

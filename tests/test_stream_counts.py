@@ -20,7 +20,7 @@ from bitarray.util import canonical_huffman
 import gradcomp.coding.counts as counts_module
 from gradcomp.coding.base import TensorSymbols
 from gradcomp.coding.counts import SymbolCounts, bin_index, is_counted, tensor_counts
-from gradcomp.coding.huffman import huffman_lengths
+from gradcomp.coding.huffman_lengths import huffman_lengths
 from gradcomp.coding.registry import builtin_specs, coder_specs
 from gradcomp.distributions import fit_all
 from gradcomp.lossless.code_lossless import code_values, coding_table, merge_streamed

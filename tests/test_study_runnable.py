@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from conftest import REPO
-from gradcomp.data import CLASSES, imagefolder_counts, subset_errors
+from gradcomp.data import CLASSES
 from gradcomp.errors import ConfigError
 from gradcomp.study import load_study
+from gradcomp.subset_checks import imagefolder_counts, subset_errors
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())

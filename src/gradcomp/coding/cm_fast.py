@@ -122,6 +122,45 @@ def _rel(k, pred):
     return min(max(k - pred + 3, 0), 7)
 
 
+@inline
+def _exponent_class(k, pred, j0, j1, j2, ctr, w, sq, st, rates, rc, buf, dec):
+    """Code (``dec`` False) or decode an entry's exponent class ``k`` relative to ``pred``,
+    the decisions of the module docstring (``j0``..``j2``: the exponent's counters at
+    decision id 0); returns the class."""
+    cand, t, up, s = pred, 0, 0, 0
+    while True:
+        o0, o1, o2 = t * K * 8, t * 64, t * 256
+        if t == 1 and (pred == 0 or pred == K - 1):
+            up, t, s = (1 if pred == 0 else 0), 2 + (1 if pred == 0 else 0), 1
+            cand = pred + 1 if up else pred - 1
+            continue
+        if t >= 2 and cand == (K - 1 if up else 0):
+            break  # the last candidate: nothing to code
+        if t == 0:
+            bit = 1 if k == pred else 0
+        elif t == 1:
+            bit = 1 if k > pred else 0
+        else:
+            bit = 1 if k == cand else 0
+        bit = _mix(bit, j0 + o0, j1 + o1, j2 + o2, t * NW,
+                   ctr, w, sq, st, rates, rc, buf, dec)  # fmt: skip
+        if t == 0:
+            if bit:
+                break
+            t = 1
+        elif t == 1:
+            up, s = bit, 1
+            cand = pred + 1 if up else pred - 1
+            t = 2 + up
+        else:
+            if bit:
+                break
+            s += 1
+            cand = cand + 1 if up else cand - 1
+            t = 2 + 2 * min(s - 1, 6) + up
+    return cand
+
+
 @njit
 def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, rc, buf, dec):
     """Code (``dec`` False) or decode the tensors of ``shapes`` (int64 (n, 3): rows, cols,
@@ -156,38 +195,7 @@ def _code(sym, shapes, mag_of, neg_of, signed_of, ctr, w, sq, st, rates, base, r
                 j0 = base[0] + pred * 8 + da
                 j1 = base[1] + _rel(ku, pred) * 8 + _rel(ko, pred)
                 j2 = base[2] + tp * 8 + da
-                cand, t, up, s = pred, 0, 0, 0
-                while True:
-                    o0, o1, o2 = t * K * 8, t * 64, t * 256
-                    if t == 1 and (pred == 0 or pred == K - 1):
-                        up, t, s = (1 if pred == 0 else 0), 2 + (1 if pred == 0 else 0), 1
-                        cand = pred + 1 if up else pred - 1
-                        continue
-                    if t >= 2 and cand == (K - 1 if up else 0):
-                        break  # the last candidate: nothing to code
-                    if t == 0:
-                        bit = 1 if k == pred else 0
-                    elif t == 1:
-                        bit = 1 if k > pred else 0
-                    else:
-                        bit = 1 if k == cand else 0
-                    bit = _mix(bit, j0 + o0, j1 + o1, j2 + o2, t * NW,
-                               ctr, w, sq, st, rates, rc, buf, dec)  # fmt: skip
-                    if t == 0:
-                        if bit:
-                            break
-                        t = 1
-                    elif t == 1:
-                        up, s = bit, 1
-                        cand = pred + 1 if up else pred - 1
-                        t = 2 + up
-                    else:
-                        if bit:
-                            break
-                        s += 1
-                        cand = cand + 1 if up else cand - 1
-                        t = 2 + 2 * min(s - 1, 6) + up
-                k = cand
+                k = _exponent_class(k, pred, j0, j1, j2, ctr, w, sq, st, rates, rc, buf, dec)
                 f = 0 if dec else m & 3
                 hi = _direct(f >> 1, base[3] + K + k, ctr, rates, rc, buf, dec)
                 lo = _direct(f & 1, base[3] + (2 + hi) * K + k, ctr, rates, rc, buf, dec)

@@ -26,7 +26,8 @@ from gradcomp.coding.ans import categorical_model
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols, sign_bits, with_signs
 from gradcomp.coding.counts import SymbolCounts
 from gradcomp.coding.elias import BitReader, pack_fields
-from gradcomp.coding.huffman import HuffmanCode, huffman_lengths
+from gradcomp.coding.huffman import HuffmanCode
+from gradcomp.coding.huffman_lengths import huffman_lengths
 from gradcomp.coding.pmf import floor_and_renormalise, model_magnitude_pmf
 from gradcomp.distributions import FAMILIES, FittedDistribution, param_names
 from gradcomp.quantization.grids import GridQuantizer

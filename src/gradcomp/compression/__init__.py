@@ -1,8 +1,9 @@
 """GRACE-style compressors of model updates (paper Y and the field's baselines): the compressor
 interface, one module per kind (each carrying its header code, ``wire_code``), the registry
-that names them, spec checking and building. Knows no federated training and no byte format
-above the fields: it sits on ``gradcomp.quantization`` and ``gradcomp.coding``, below
-``gradcomp.wire`` (the uplink's byte format), ``gradcomp.lossy`` and ``gradcomp.distributed``.
+that names them, the entropy-constrained design (it charges its indices a code's lengths),
+spec checking and building. Knows no federated training and no byte format above the fields:
+it sits on ``gradcomp.quantization`` and ``gradcomp.coding``, below ``gradcomp.wire`` (the
+uplink's byte format), ``gradcomp.lossy`` and ``gradcomp.distributed``.
 """
 
 from gradcomp.compression.build import build_compressor, make_quantizer

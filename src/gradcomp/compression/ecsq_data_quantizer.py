@@ -1,6 +1,6 @@
 """``ecsq_data``: the entropy-constrained design of the sent values themselves (as ``kmeans``
 is Lloyd's on the data), under the ``|g|^M`` weighted distortion, for the bits its indices
-cost under the Huffman code that sends them (:func:`gradcomp.quantization.ecsq.ecsq_design`).
+cost under the Huffman code that sends them (:func:`gradcomp.compression.ecsq.ecsq_design`).
 
 Per tensor, the design runs on at most :data:`DESIGN_POINTS` evenly spaced order statistics
 of the values (equal weights; all of them when fewer) at ``target_bits`` coded bits per value
@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from gradcomp.coding.fields import FieldReader, FieldWriter
+from gradcomp.compression.ecsq import cell_centroids, ecsq_design, m_weights
 from gradcomp.compression.ecsq_quantizer import ECSQQuantizer
 from gradcomp.compression.inputs import check_sendable
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer, level_bits
-from gradcomp.quantization.ecsq import cell_centroids, ecsq_design, m_weights
 
 __all__ = ["DESIGN_POINTS", "ECSQDataQuantizer"]
 

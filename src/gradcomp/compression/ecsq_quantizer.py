@@ -1,5 +1,5 @@
 """``ecsq``: the entropy-constrained scalar quantizer of a fitted law under the ``|g|^M``
-weighted distortion (:func:`gradcomp.quantization.ecsq_law.ecsq_for_law`), designed for the
+weighted distortion (:func:`gradcomp.compression.ecsq_law.ecsq_for_law`), designed for the
 bits its indices cost under the code that sends them.
 
 Like ``lloyd`` (its default ``fit_to="update"``), per tensor the family is fitted with loc 0
@@ -21,7 +21,7 @@ length of the Huffman code of the cells' probabilities and the Huffman code with
 is small and its table pays off in speed).
 
 The alphabet is the design's: as many levels as its lattice needs to reach the law's tail
-(up to :data:`~gradcomp.quantization.ecsq_law.MAX_LEVELS`; a cap of 2^(R+2) levels cost
+(up to :data:`~gradcomp.compression.ecsq_law.MAX_LEVELS`; a cap of 2^(R+2) levels cost
 0.3-1 bit at 3-5 bits on heavy tails), and the code covers them, at least
 :meth:`ECSQQuantizer.n_symbols`. A Huffman table's cost grows with it (its width in bits per
 level: GenNorm beta 1, M = 2: about 200 levels at 2 bits, 1,000 at 4).
@@ -50,9 +50,9 @@ import numpy as np
 
 from gradcomp.coding.adaptive_index import AdaptiveIndexCode
 from gradcomp.coding.huffman import HuffmanCode
+from gradcomp.compression.ecsq_law import MAX_LEVELS, ecsq_for_law
+from gradcomp.compression.ecsq_result import Lengths
 from gradcomp.compression.lloyd_quantizer import LloydQuantizer
-from gradcomp.quantization.ecsq_law import MAX_LEVELS, ecsq_for_law
-from gradcomp.quantization.ecsq_result import Lengths
 
 __all__ = ["ADAPTIVE_MAX_BITS", "MIN_TARGET_BITS", "ECSQQuantizer", "ecsq_levels"]
 

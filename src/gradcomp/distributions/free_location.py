@@ -288,14 +288,7 @@ def _fit_free_loc(
     """
     n = a.size
     dev = AbsDeviations(a, with_mean_log=fam.needs_mean_log)
-    pilot_curv = curv = math.nan
-    if n // _PILOT_RATIO >= _PILOT_MIN:
-        rng = np.random.default_rng(_SEED)
-        sub = a[rng.integers(0, n, n // _PILOT_RATIO)]
-        start, pilot_curv = _fit_free_loc(sub, fam, xtol, label, final=False)
-        curv = pilot_curv * n / sub.size  # expected curvature on all entries
-    else:
-        start = profile_fit(fam, dev, float(np.median(a)), None, _SEARCH_XTOL, label)
+    start, pilot_curv, curv = _start(a, dev, fam, xtol, label)
     smooth = start.theta > 1.0
     ll_tol = _LOC_LL_TOL["smooth" if smooth else "cusps"] if final else _PILOT_LL_TOL
     warm = [start.theta]
@@ -310,12 +303,7 @@ def _fit_free_loc(
         return fit.loglik + fit.gain, n * ratio, fit.gain
 
     if not curv > 0:  # no pilot: the model's Fisher information of loc, else a robust spread
-        if fam.loc_information is None:  # unreachable: fit_power searches no loc without it
-            raise ValueError(f"{label}: {fam.name} has no free loc to search")
-        scale = math.exp(fam.log_scale(start.theta, start.moments))
-        curv = n * fam.loc_information(start.theta) / scale**2
-        if not math.isfinite(curv):
-            curv = n / _robust_spread(a) ** 2
+        curv = _loc_curvature(a, fam, start, label)
     if smooth:
         mu, curv = _maximize_by_score(
             lambda x: evaluate(x, True)[1:], start.loc, curv, ll_tol, dev.xmin, dev.xmax
@@ -327,32 +315,53 @@ def _fit_free_loc(
 
         found = None
         if pilot_curv > 0 and start.theta > 0.6:
-            found = _maximize_parabola(
-                value, start.loc, 1.0 / math.sqrt(pilot_curv), dev.xmin, dev.xmax
-            )
+            sd = 1.0 / math.sqrt(pilot_curv)
+            found = _maximize_parabola(value, start.loc, sd, dev.xmin, dev.xmax)
         if found is None:
-            found = _maximize_by_value(
-                value,
-                start.loc,
-                2.5 / math.sqrt(curv),
-                ll_tol,
-                dev.xmin,
-                dev.xmax,
-                require_tight=True,
-            )
+            found = _maximize_by_value(value, start.loc, 2.5 / math.sqrt(curv), ll_tol, dev.xmin,
+                                       dev.xmax, require_tight=True)  # fmt: skip
         mu, curv = found
     if not final:
         return profile_fit(fam, dev, mu, warm[0], _SEARCH_XTOL, label), curv
     if not smooth:
-        # window: one standard error, and at least _REFINE_MIN_ENTRIES entries expected
         last = next(reversed(fits.values()))
-        scale = math.exp(fam.log_scale(last.theta, last.moments))
-        f_mode = warm[0] / (2.0 * math.gamma(1.0 / warm[0]) * scale)
-        half = max(
-            1.0 / math.sqrt(curv) if curv > 0 else 0.0, _REFINE_MIN_ENTRIES / (2.0 * n * f_mode)
-        )
+        half = _refine_half_width(fam, last, warm[0], curv, n)
         mu = _refine_loc_on_entries(dev, mu, warm[0], half)
     return profile_fit(fam, dev, mu, warm[0], xtol, label), curv
+
+
+def _start(a: np.ndarray, dev: AbsDeviations, fam: PowerFamily, xtol: float,
+           label: str) -> tuple[ShapeFit, float, float]:  # fmt: skip
+    """The search's start, its curvature and that expected on all entries: the fit of a
+    random subsample on large inputs, else the profile fit at the median (NaN, NaN)."""
+    n = a.size
+    if n // _PILOT_RATIO < _PILOT_MIN:
+        median = float(np.median(a))
+        return profile_fit(fam, dev, median, None, _SEARCH_XTOL, label), math.nan, math.nan
+    rng = np.random.default_rng(_SEED)
+    sub = a[rng.integers(0, n, n // _PILOT_RATIO)]
+    start, pilot_curv = _fit_free_loc(sub, fam, xtol, label, final=False)
+    return start, pilot_curv, pilot_curv * n / sub.size
+
+
+def _loc_curvature(a: np.ndarray, fam: PowerFamily, start: ShapeFit, label: str) -> float:
+    """The profile's curvature at ``start`` without a pilot: ``n I(loc)``, or from a robust
+    spread where the Fisher information of loc is infinite."""
+    if fam.loc_information is None:  # unreachable: fit_power searches no loc without it
+        raise ValueError(f"{label}: {fam.name} has no free loc to search")
+    scale = math.exp(fam.log_scale(start.theta, start.moments))
+    curv = a.size * fam.loc_information(start.theta) / scale**2
+    return curv if math.isfinite(curv) else a.size / _robust_spread(a) ** 2
+
+
+def _refine_half_width(fam: PowerFamily, last: ShapeFit, theta: float, curv: float,
+                       n: int) -> float:  # fmt: skip
+    """The window of :func:`_refine_loc_on_entries`: one standard error, and at least
+    :data:`_REFINE_MIN_ENTRIES` entries expected (``last``: the search's last fit)."""
+    scale = math.exp(fam.log_scale(last.theta, last.moments))
+    f_mode = theta / (2.0 * math.gamma(1.0 / theta) * scale)
+    se = 1.0 / math.sqrt(curv) if curv > 0 else 0.0
+    return max(se, _REFINE_MIN_ENTRIES / (2.0 * n * f_mode))
 
 
 def _median_off_data(a: np.ndarray) -> float:

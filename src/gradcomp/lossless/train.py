@@ -167,6 +167,121 @@ def divergence_check(
     return check
 
 
+@dataclass
+class _Run:
+    """One run while it trains: what its epochs read and advance (model, optimizer, the
+    shuffling and augmentation stream), where its checkpoint and per-epoch files go."""
+
+    settings: TrainSettings
+    data: Cifar10
+    device: torch.device
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    generator: torch.Generator
+    state_dir: Path
+    fingerprint: str
+    ckpt_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ckpt_path = self.state_dir / "checkpoint.pt"
+
+    def resume(self) -> tuple[list[dict[str, float]], int]:
+        """(history, first epoch to train): the checkpoint's, its model, optimizer and random
+        streams restored, when it was written with this run's fingerprint; else ([], 1)."""
+        if not self.ckpt_path.exists():
+            return [], 1
+        ckpt = torch.load(self.ckpt_path, weights_only=False, map_location=self.device)
+        if ckpt["fingerprint"] != self.fingerprint:
+            log.warning(
+                "ignoring checkpoint %s: it was written with other settings", self.ckpt_path
+            )
+            return [], 1
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.generator.set_state(ckpt["generator"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        if self.device.type == "cuda":
+            torch.cuda.set_rng_state(ckpt["cuda_rng"])
+        log.info("resuming %s seed %d from %s after epoch %d", self.settings.model,
+                 self.settings.seed, self.ckpt_path, ckpt["epoch"])  # fmt: skip
+        return ckpt["history"], ckpt["epoch"] + 1
+
+    def save(self, epoch: int, history: list[dict[str, float]]) -> None:
+        """The checkpoint after ``epoch``: weights, optimizer, random streams, history."""
+        cuda = self.device.type == "cuda"
+        atomic_torch_save(
+            {
+                "fingerprint": self.fingerprint,
+                "epoch": epoch,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "generator": self.generator.get_state(),
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state() if cuda else None,
+                "history": history,
+            },
+            self.ckpt_path,
+        )
+
+    def epoch(self, epoch: int, accumulated: dict[str, nn.Parameter], tests: tuple) -> tuple:
+        """Train and evaluate ``epoch`` (``tests``: the test images and labels): its
+        gradients (:meth:`GradientAccumulator.result`), its number of batches and its log
+        row without ``seconds``."""
+        settings, t0 = self.settings, time.perf_counter()
+        accumulator = GradientAccumulator(accumulated)
+        totals = train_epoch(
+            self.model, self.optimizer, self.data.train_images, self.data.train_labels,
+            batch_size=settings.batch_size, generator=self.generator, device=self.device,
+            augment=settings.augment, reduction=settings.loss_reduction,
+            check_loss=divergence_check(settings, epoch), after_backward=accumulator.add,
+        )  # fmt: skip
+        train_seconds = time.perf_counter() - t0
+        test_loss, test_acc = evaluate(self.model, *tests, batch_size=settings.eval_batch_size,
+                                       device=self.device)  # fmt: skip
+        row = {"epoch": epoch, "train_loss": totals.mean_loss, "train_acc": totals.accuracy,
+               "test_loss": test_loss, "test_acc": test_acc,
+               "images_per_s": totals.images / train_seconds}  # fmt: skip
+        return accumulator.result(), accumulator.n_batches, row
+
+    def write_dump(self, epoch: int, gradients: dict, n_batches: int, params: dict,
+                   extra_metadata: dict[str, object] | None) -> None:  # fmt: skip
+        """Epoch ``epoch``'s dump of the tensors of ``params`` into the state folder."""
+        settings, n_train = self.settings, len(self.data.train_labels)
+        write_dump(
+            self.state_dir / f"epoch{epoch}.safetensors",
+            {kind: {n: t[n] for n in params} for kind, t in gradients.items()},
+            {
+                "model": settings.model,
+                "seed": settings.seed,
+                "epoch": epoch,
+                "n_batches": n_batches,
+                "batch_size": settings.batch_size,
+                "last_batch_size": n_train - (n_batches - 1) * settings.batch_size,
+                "loss_reduction": settings.loss_reduction,
+                "n_train": n_train,
+                **(extra_metadata or {}),
+            },
+        )
+
+
+def _code_epoch(streamer: GradientStreamer, epoch: int, gradients: dict, n_batches: int,
+                state_dir: Path) -> None:  # fmt: skip
+    """Code every tensor of the epoch's gradients in the training job (whole-model coding)."""
+    t1 = time.perf_counter()
+    coded = streamer.code(gradients, epoch=epoch, n_batches=n_batches)
+    write_tsv(state_dir / f"epoch{epoch}.coded.tsv", coded)
+    log.info("epoch %d: coded %d tensors in the training job in %.1f s", epoch,
+             coded["tensor"].nunique(), time.perf_counter() - t1)  # fmt: skip
+
+
+def _log_epoch(row: dict[str, float], epochs: int) -> None:
+    log.info(
+        "epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  %.0f images/s  %.1f s",
+        row["epoch"], epochs, row["train_loss"], row["train_acc"], row["test_loss"],
+        row["test_acc"], row["images_per_s"], row["seconds"],
+    )  # fmt: skip
+
+
 def train_with_dumps(
     data: Cifar10,
     settings: TrainSettings,
@@ -198,51 +313,22 @@ def train_with_dumps(
     device = resolve_device(settings.device)
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
-    ckpt_path = state_dir / "checkpoint.pt"
     fingerprint = settings.fingerprint(data) + (f"-{stream.fingerprint()}" if stream else "")
-
     model = build_model(settings.model, seed=settings.seed, model_class=settings.model_class)
     model = model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=settings.momentum)
-    generator = torch.Generator().manual_seed(settings.seed)
+    run = _Run(settings, data, device, model, optimizer,
+               torch.Generator().manual_seed(settings.seed), state_dir, fingerprint)  # fmt: skip
     params = select_parameters(model, settings.dump_tensors)
     # streaming accumulates every trainable tensor; the dump keeps those of `params`
     accumulated = select_parameters(model, ("*",)) if stream else params
-    history: list[dict[str, float]] = []
-    start_epoch = 1
-
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, weights_only=False, map_location=device)
-        if ckpt["fingerprint"] == fingerprint:
-            model.load_state_dict(ckpt["model"])
-            optimizer.load_state_dict(ckpt["optimizer"])
-            generator.set_state(ckpt["generator"])
-            torch.set_rng_state(ckpt["torch_rng"])
-            if device.type == "cuda":
-                torch.cuda.set_rng_state(ckpt["cuda_rng"])
-            history = ckpt["history"]
-            start_epoch = ckpt["epoch"] + 1
-            log.info(
-                "resuming %s seed %d from %s after epoch %d",
-                settings.model,
-                settings.seed,
-                ckpt_path,
-                ckpt["epoch"],
-            )
-        else:
-            log.warning("ignoring checkpoint %s: it was written with other settings", ckpt_path)
-    test_images, test_labels = test_draw(data, settings.test_images, 0, key="lossless.test_images")
+    history, start_epoch = run.resume()
+    tests = test_draw(data, settings.test_images, 0, key="lossless.test_images")
     log.info(
         "training %s (seed %d) on %s: %d train / %d test images, %d epochs, %d dumped tensors",
-        settings.model,
-        settings.seed,
-        device,
-        len(data.train_labels),
-        len(test_labels),
-        settings.epochs,
-        len(params),
-    )
-
+        settings.model, settings.seed, device, len(data.train_labels), len(tests[1]),
+        settings.epochs, len(params),
+    )  # fmt: skip
     streamer = (
         GradientStreamer(stream, model=settings.model, run=settings.seed, workers=settings.threads)
         if stream is not None and start_epoch <= settings.epochs
@@ -251,92 +337,22 @@ def train_with_dumps(
     with streamer or contextlib.nullcontext():
         for epoch in range(start_epoch, settings.epochs + 1):
             t0 = time.perf_counter()
-            accumulator = GradientAccumulator(accumulated)
-            totals = train_epoch(
-                model,
-                optimizer,
-                data.train_images,
-                data.train_labels,
-                batch_size=settings.batch_size,
-                generator=generator,
-                device=device,
-                augment=settings.augment,
-                reduction=settings.loss_reduction,
-                check_loss=divergence_check(settings, epoch),
-                after_backward=accumulator.add,
-            )
-            train_loss, train_acc = totals.mean_loss, totals.accuracy
-            train_seconds = time.perf_counter() - t0
-            test_loss, test_acc = evaluate(
-                model,
-                test_images,
-                test_labels,
-                batch_size=settings.eval_batch_size,
-                device=device,
-            )
-            gradients = accumulator.result()
+            gradients, n_batches, row = run.epoch(epoch, accumulated, tests)
             if streamer is not None:
-                t1 = time.perf_counter()
-                coded = streamer.code(gradients, epoch=epoch, n_batches=accumulator.n_batches)
-                write_tsv(state_dir / f"epoch{epoch}.coded.tsv", coded)
-                log.info(
-                    "epoch %d: coded %d tensors in the training job in %.1f s",
-                    epoch,
-                    coded["tensor"].nunique(),
-                    time.perf_counter() - t1,
-                )
-            write_dump(
-                state_dir / f"epoch{epoch}.safetensors",
-                {kind: {n: t[n] for n in params} for kind, t in gradients.items()},
-                {
-                    "model": settings.model,
-                    "seed": settings.seed,
-                    "epoch": epoch,
-                    "n_batches": accumulator.n_batches,
-                    "batch_size": settings.batch_size,
-                    "last_batch_size": len(data.train_labels)
-                    - (accumulator.n_batches - 1) * settings.batch_size,
-                    "loss_reduction": settings.loss_reduction,
-                    "n_train": len(data.train_labels),
-                    **(extra_metadata or {}),
-                },
-            )
-            row = {
-                "epoch": epoch,
-                "train_loss": train_loss,
-                "train_acc": train_acc,
-                "test_loss": test_loss,
-                "test_acc": test_acc,
-                "images_per_s": totals.images / train_seconds,
-                "seconds": time.perf_counter() - t0,
-            }
-            history.append(row)
-            atomic_torch_save(
-                {
-                    "fingerprint": fingerprint,
-                    "epoch": epoch,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "generator": generator.get_state(),
-                    "torch_rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
-                    "history": history,
-                },
-                ckpt_path,
-            )
-            log.info(
-                "epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  "
-                "%.0f images/s  %.1f s",
-                epoch,
-                settings.epochs,
-                train_loss,
-                train_acc,
-                test_loss,
-                test_acc,
-                row["images_per_s"],
-                row["seconds"],
-            )
+                _code_epoch(streamer, epoch, gradients, n_batches, state_dir)
+            run.write_dump(epoch, gradients, n_batches, params, extra_metadata)
+            history.append({**row, "seconds": time.perf_counter() - t0})
+            run.save(epoch, history)
+            _log_epoch(history[-1], settings.epochs)
+    _write_outputs(settings, state_dir, dump_paths, coded_path, stream, history, log_path)
+    return history
 
+
+def _write_outputs(settings: TrainSettings, state_dir: Path, dump_paths: list[Path],
+                   coded_path: Path | None, stream: StreamSettings | None,
+                   history: list[dict[str, float]], log_path: Path) -> None:  # fmt: skip
+    """Copy the dumps from the state folder to their declared paths; write the coded rows
+    and the log."""
     for epoch, path in enumerate(dump_paths, start=1):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(state_dir / f"epoch{epoch}.safetensors", path)
@@ -344,7 +360,6 @@ def train_with_dumps(
         epochs = range(1, settings.epochs + 1) if stream is not None else ()
         write_streamed(coded_path, [state_dir / f"epoch{e}.coded.tsv" for e in epochs])
     write_tsv(log_path, history, LOG_COLUMNS)
-    return history
 
 
 def train_lossless(

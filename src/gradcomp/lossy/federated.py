@@ -252,16 +252,10 @@ def run_federated(
     log.info(
         "federated %s (seed %d) on %s: %d users, %d rounds of %d local epochs, "
         "%s optimizer state, validation split %s, %d test images",
-        settings.model,
-        settings.seed,
-        fed.device,
-        settings.n_users,
-        settings.rounds,
-        settings.local_epochs,
-        settings.optimizer_state,
-        settings.validation_split,
+        settings.model, settings.seed, fed.device, settings.n_users, settings.rounds,
+        settings.local_epochs, settings.optimizer_state, settings.validation_split,
         len(fed.test_labels),
-    )
+    )  # fmt: skip
     t0 = time.perf_counter()
     test_loss, test_acc = fed.evaluate(global_state)
     rounds: list[dict[str, Any]] = [
@@ -277,54 +271,76 @@ def run_federated(
     kept: list[dict[str, Any]] = []
     snapshot: dict[str, dict[str, torch.Tensor]] = {"before": {}, "after": {}, "kept": {}}
     cumulative = dict.fromkeys(SUMMED_BITS, 0)
-
     for rnd in range(1, settings.rounds + 1):
         t0 = time.perf_counter()
         outcomes = fed.train(rnd, global_state)
-        recons = []
-        bits = dict.fromkeys(SUMMED_BITS, 0)
-        sources = set()
-        for outcome, compressor in zip(outcomes, compressors, strict=True):
-            update = model_update(outcome.state, global_state)
-            receiver = receivers(outcome.user, rnd - 1) if receivers is not None else None
-            sent = send(
-                compressor, update, rnd=rnd, user=outcome.user, n_train=outcome.n_train,
-                receiver=receiver,
-            )  # fmt: skip
-            uplink.append(sent.row)
-            kept += kept_rows(rnd, outcome.user, kept_masks(sent.recon, sent.kept))
-            for b in SUMMED_BITS:
-                bits[b] += cast(int, sent.row[b])
-            sources.add(cast(str, sent.row["bits_source"]))  # the row's one str column
-            recons.append(sent.recon)
-            if rnd == settings.rounds and outcome.user == 0:
-                snapshot = update_snapshot(update, sent.recon, sent.kept)
-        global_state = aggregate(global_state, recons, [o.n_train for o in outcomes])
+        sent = _send_round(rnd, outcomes, compressors, receivers, global_state, uplink, kept,
+                           snapshot_user=0 if rnd == settings.rounds else None)  # fmt: skip
+        if sent.snapshot is not None:
+            snapshot = sent.snapshot
+        global_state = aggregate(global_state, sent.recons, [o.n_train for o in outcomes])
         test_loss, test_acc = fed.evaluate(global_state)
         for b in SUMMED_BITS:
-            cumulative[b] += bits[b]
+            cumulative[b] += sent.bits[b]
         row = {
             "round": rnd,
             "test_acc": test_acc,
             "test_loss": test_loss,
             "val_acc": float(np.mean([o.val_acc for o in outcomes])),
             "train_loss": float(np.mean([o.train_loss for o in outcomes])),
-            **bits,
+            **sent.bits,
             **{f"cumulative_{b}": cumulative[b] for b in SUMMED_BITS},
-            "bits_source": "+".join(sorted(sources)),
+            "bits_source": "+".join(sorted(sent.sources)),
             "seconds": time.perf_counter() - t0,
         }
         rounds.append(row)
         log.info(
             "round %d/%d  test acc %.4f  loss %.4f  val acc %.4f  uplink %.4g bits coded "
-            "(%.4g fixed) so far  %.1f s",
-            rnd,
-            settings.rounds,
-            test_acc,
-            test_loss,
-            row["val_acc"],
-            cumulative["bits_coded"],
-            cumulative["bits_fixed"],
-            row["seconds"],
-        )
+            "(%.4g fixed) so far  %.1f s", rnd, settings.rounds, test_acc, test_loss,
+            row["val_acc"], cumulative["bits_coded"], cumulative["bits_fixed"], row["seconds"],
+        )  # fmt: skip
     return FederatedResult(rounds, uplink, snapshot, global_state, kept=kept)
+
+
+@dataclass
+class _RoundSent:
+    """A round's updates as the server got them: each user's reconstruction, the bits
+    summed over users (:data:`SUMMED_BITS`), where they came from, and the snapshot user's
+    update (:func:`~gradcomp.lossy.uplink.update_snapshot`; None when not asked)."""
+
+    recons: list[dict[str, torch.Tensor]]
+    bits: dict[str, int]
+    sources: set[str]
+    snapshot: dict[str, dict[str, torch.Tensor]] | None
+
+
+def _send_round(
+    rnd: int,
+    outcomes: list[LocalOutcome],
+    compressors: list[Compressor],
+    receivers: Callable[[int, int], Any] | None,
+    global_state: dict[str, torch.Tensor],
+    uplink: list[dict[str, int | str]],
+    kept: list[dict[str, Any]],
+    *,
+    snapshot_user: int | None,
+) -> _RoundSent:
+    """Every user's update of round ``rnd`` through its compressor (and the server's
+    receiver, when ``receivers``); its uplink and kept rows appended to ``uplink``, ``kept``."""
+    out = _RoundSent([], dict.fromkeys(SUMMED_BITS, 0), set(), None)
+    for outcome, compressor in zip(outcomes, compressors, strict=True):
+        update = model_update(outcome.state, global_state)
+        receiver = receivers(outcome.user, rnd - 1) if receivers is not None else None
+        sent = send(
+            compressor, update, rnd=rnd, user=outcome.user, n_train=outcome.n_train,
+            receiver=receiver,
+        )  # fmt: skip
+        uplink.append(sent.row)
+        kept += kept_rows(rnd, outcome.user, kept_masks(sent.recon, sent.kept))
+        for b in SUMMED_BITS:
+            out.bits[b] += cast(int, sent.row[b])
+        out.sources.add(cast(str, sent.row["bits_source"]))  # the row's one str column
+        out.recons.append(sent.recon)
+        if outcome.user == snapshot_user:
+            out.snapshot = update_snapshot(update, sent.recon, sent.kept)
+    return out

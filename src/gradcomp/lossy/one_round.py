@@ -94,14 +94,9 @@ def one_round_study(
     rows: list[dict[str, Any]] = []
     log.info(
         "one-round study %s (seed %d): %d compressors along the %s trajectory, %d rounds, "
-        "%d test images",
-        settings.model,
-        settings.seed,
-        len(make_compressors),
-        reference,
-        settings.rounds,
-        len(fed.test_labels),
-    )
+        "%d test images", settings.model, settings.seed, len(make_compressors), reference,
+        settings.rounds, len(fed.test_labels),
+    )  # fmt: skip
     for rnd in range(1, settings.rounds + 1):
         t0 = time.perf_counter()
         outcomes = fed.train(rnd, state)
@@ -117,44 +112,45 @@ def one_round_study(
         }  # fmt: skip
         following: tuple[dict[str, Any], float, float] | None = None
         for key, make in make_compressors.items():
-            receivers = getattr(make, "receiver", None)
-            sent = [
-                send(
-                    make(o.user, rnd), u, rnd=rnd, user=o.user, n_train=o.n_train,
-                    receiver=receivers(o.user, rnd) if receivers is not None else None,
-                )
-                for u, o in zip(updates, outcomes, strict=True)
-            ]  # fmt: skip
-            new_state = aggregate(state, [s.recon for s in sent], n_train)
-            loss, acc = fed.evaluate(new_state)
-            rows.append(
-                {
-                    **head,
-                    **dict(zip(("compressor", "rate", "M"), key, strict=True)),
-                    **{b: sum(s.row[b] for s in sent) for b in SUMMED_BITS},
-                    "bits_source": "+".join(
-                        sorted({cast(str, s.row["bits_source"]) for s in sent})
-                    ),
-                    "test_acc": acc,
-                    "test_loss": loss,
-                }
-            )
+            row, new_state = _compressed_round(fed, state, key, make, rnd, updates, outcomes)
+            rows.append({**head, **row})
             if key == reference:
-                following = (new_state, loss, acc)
+                following = (new_state, row["test_loss"], row["test_acc"])
         if following is None:  # unreachable: the reference is among make_compressors (checked)
             raise AssertionError(f"no compressor {reference!r} to follow")
         state, start_loss, start_acc = following
         log.info(
             "round %d/%d: uncompressed aggregate acc %.4f, %s acc %.4f, %d compressors, %.1f s",
-            rnd,
-            settings.rounds,
-            exact_acc,
-            reference,
-            start_acc,
-            len(make_compressors),
+            rnd, settings.rounds, exact_acc, reference, start_acc, len(make_compressors),
             time.perf_counter() - t0,
-        )
+        )  # fmt: skip
     return pd.DataFrame(rows, columns=list(ONE_ROUND_COLUMNS))
+
+
+def _compressed_round(fed: Federation, state: dict[str, Any], key: VariantKey,
+                      make: Callable[[int, int], Compressor], rnd: int, updates: list,
+                      outcomes: list) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """Round ``rnd``'s user ``updates`` from ``state`` through the compressors of ``make``
+    (a fresh one per user) and aggregated: the row's compressor, bits and test columns, and
+    the aggregated state."""
+    receivers = getattr(make, "receiver", None)
+    sent = [
+        send(
+            make(o.user, rnd), u, rnd=rnd, user=o.user, n_train=o.n_train,
+            receiver=receivers(o.user, rnd) if receivers is not None else None,
+        )
+        for u, o in zip(updates, outcomes, strict=True)
+    ]  # fmt: skip
+    new_state = aggregate(state, [s.recon for s in sent], [o.n_train for o in outcomes])
+    loss, acc = fed.evaluate(new_state)
+    row: dict[str, Any] = {
+        **dict(zip(("compressor", "rate", "M"), key, strict=True)),
+        **{b: sum(s.row[b] for s in sent) for b in SUMMED_BITS},
+        "bits_source": "+".join(sorted({cast(str, s.row["bits_source"]) for s in sent})),
+        "test_acc": acc,
+        "test_loss": loss,
+    }
+    return row, new_state
 
 
 class RoundCompressors:

@@ -155,66 +155,14 @@ def lloyd_design(
         >>> [round(float(v), 4) for v in q.levels]
         [-0.7979, 0.7979]
     """
-    if n_levels < 1:
-        raise ValueError("n_levels must be >= 1")
-    if M < 0:
-        raise ValueError("M must be >= 0")
-    if not tau >= 0:
-        raise ValueError(f"tau must be >= 0, got {tau}")
-    law = _as_law(family, params)
-    unit = law.unit
-    t = float(tau) / law.scale  # truncation on the unit-scale law
-    log_mass = unit.log_tail_mass(t)  # moments are conditional on |x| >= t
-    if not np.isfinite(log_mass):
-        raise ValueError(f"the law has no mass beyond tau = {tau}")
-    if moments == "closed_form":
-
-        def cell_moments(lo, hi):
-            return unit.truncated_cell_moments(lo, hi, M, t, log_shift=log_mass)
-    elif moments == "quad" and t == 0:
-
-        def cell_moments(lo, hi):
-            return reference_partial_moments_quad(unit, lo, hi, M)
-    else:
-        raise ValueError(f"unknown moments {moments!r} (quad only without truncation)")
-
-    weighted_density = conditional_weighted_density(unit, M, t, log_mass)
+    law, t, log_mass = _checked_law(family, params, n_levels, M, tau)
+    cell_moments = _moment_rule(law.unit, M, t, log_mass, moments)
+    weighted_density = conditional_weighted_density(law.unit, M, t, log_mass)
     y = _initial_levels(law, n_levels, M, init, t)
-    symmetric = bool(np.allclose(y, -y[::-1], rtol=0.0, atol=1e-12 * np.max(np.abs(y))))
-    lo, hi = _edges(_midpoints(y))
-    m = cell_moments(lo, hi)
-    history = [_distortion_from_moments(m, y)]
-    n_iter, converged = 0, False
-    while n_iter < max_iter:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            centroid = m[1] / m[0]
-        ok = np.isfinite(centroid) & (m[0] > 0)
-        y_new = np.where(ok, centroid, np.clip(y, lo, hi))
-        m_new = cell_moments(*_edges(_midpoints(y_new)))
-        d_new = _distortion_from_moments(m_new, y_new)
-        if accelerate and not one_iteration and np.all(ok):
-            cand = newton_levels(y, centroid, m[0], weighted_density)
-            if cand is not None and symmetric:
-                # Lloyd keeps a symmetric design symmetric; Newton would amplify rounding
-                # along near-flat asymmetric directions (Laplace, M = 0)
-                cand = 0.5 * (cand - cand[::-1])
-            if cand is not None and np.all(np.isfinite(cand)) and np.all(np.diff(cand) > 0):
-                m_cand = cell_moments(*_edges(_midpoints(cand)))
-                d_cand = _distortion_from_moments(m_cand, cand)
-                if d_cand <= d_new + 1e-12 * abs(d_new):
-                    y_new, m_new, d_new = cand, m_cand, d_cand
-        n_iter += 1
-        lo, hi = _edges(_midpoints(y_new))
-        m = m_new
-        history.append(d_new)
-        change = float(np.max(np.abs(y_new - y)))
-        y = y_new
-        if change <= tol * max(float(np.max(np.abs(y))), np.finfo(float).tiny):
-            converged = True
-            break
-        if one_iteration:
-            break
-
+    newton = weighted_density if accelerate and not one_iteration else None
+    y, history, n_iter, converged = _iterate(
+        y, cell_moments, newton, tol=tol, max_iter=max_iter, one_iteration=one_iteration
+    )
     levels = law.loc + law.scale * y
     with np.errstate(over="ignore"):  # inf where the distortion exceeds float64's range
         unit_to_x = float(np.float64(law.scale) ** (M + 2.0))  # conditional on |x - loc| >= tau
@@ -229,3 +177,88 @@ def lloyd_design(
         params=dict(params or {}),
         M=M,
     )
+
+
+def _checked_law(
+    family: str | SymmetricLaw, params: dict[str, float] | None, n_levels: int, M: float,
+    tau: float,
+) -> tuple[SymmetricLaw, float, float]:  # fmt: skip
+    """The law of a design, its truncation ``t`` on the unit-scale law and the log of the
+    mass beyond it; ValueError for arguments no design has."""
+    if n_levels < 1:
+        raise ValueError("n_levels must be >= 1")
+    if M < 0:
+        raise ValueError("M must be >= 0")
+    if not tau >= 0:
+        raise ValueError(f"tau must be >= 0, got {tau}")
+    law = _as_law(family, params)
+    t = float(tau) / law.scale  # truncation on the unit-scale law
+    log_mass = law.unit.log_tail_mass(t)  # moments are conditional on |x| >= t
+    if not np.isfinite(log_mass):
+        raise ValueError(f"the law has no mass beyond tau = {tau}")
+    return law, t, log_mass
+
+
+def _moment_rule(unit: SymmetricLaw, M: float, t: float, log_mass: float, moments: str):
+    """``(lo, hi) -> (m0, m1, m2)``: the weighted moments of cells, conditional on
+    ``|x| >= t``, in closed form or by quadrature (the numerical reference)."""
+    if moments == "closed_form":
+
+        def cell_moments(lo, hi):
+            return unit.truncated_cell_moments(lo, hi, M, t, log_shift=log_mass)
+    elif moments == "quad" and t == 0:
+
+        def cell_moments(lo, hi):
+            return reference_partial_moments_quad(unit, lo, hi, M)
+    else:
+        raise ValueError(f"unknown moments {moments!r} (quad only without truncation)")
+    return cell_moments
+
+
+def _iterate(y: np.ndarray, cell_moments, newton, *, tol: float, max_iter: int,
+             one_iteration: bool) -> tuple[np.ndarray, list[float], int, bool]:  # fmt: skip
+    """Lloyd's updates from levels ``y`` (unit-scale law): the last levels, the distortion
+    history, the number of updates and whether they converged. ``newton``: the weighted
+    density of Newton's step (:func:`_step`), None for plain Lloyd."""
+    symmetric = bool(np.allclose(y, -y[::-1], rtol=0.0, atol=1e-12 * np.max(np.abs(y))))
+    lo, hi = _edges(_midpoints(y))
+    m = cell_moments(lo, hi)
+    history = [_distortion_from_moments(m, y)]
+    n_iter, converged = 0, False
+    while n_iter < max_iter:
+        y_new, m_new, d_new = _step(y, m, lo, hi, cell_moments, newton, symmetric)
+        n_iter += 1
+        lo, hi = _edges(_midpoints(y_new))
+        m = m_new
+        history.append(d_new)
+        change = float(np.max(np.abs(y_new - y)))
+        y = y_new
+        if change <= tol * max(float(np.max(np.abs(y))), np.finfo(float).tiny):
+            converged = True
+            break
+        if one_iteration:
+            break
+    return y, history, n_iter, converged
+
+
+def _step(y, m, lo, hi, cell_moments, newton, symmetric: bool):
+    """One update of levels ``y`` (cells ``lo``..``hi``, moments ``m``): the centroids, or
+    Newton's levels when they give no larger distortion; (levels, moments, distortion)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centroid = m[1] / m[0]
+    ok = np.isfinite(centroid) & (m[0] > 0)
+    y_new = np.where(ok, centroid, np.clip(y, lo, hi))
+    m_new = cell_moments(*_edges(_midpoints(y_new)))
+    d_new = _distortion_from_moments(m_new, y_new)
+    if newton is not None and np.all(ok):
+        cand = newton_levels(y, centroid, m[0], newton)
+        if cand is not None and symmetric:
+            # Lloyd keeps a symmetric design symmetric; Newton would amplify rounding
+            # along near-flat asymmetric directions (Laplace, M = 0)
+            cand = 0.5 * (cand - cand[::-1])
+        if cand is not None and np.all(np.isfinite(cand)) and np.all(np.diff(cand) > 0):
+            m_cand = cell_moments(*_edges(_midpoints(cand)))
+            d_cand = _distortion_from_moments(m_cand, cand)
+            if d_cand <= d_new + 1e-12 * abs(d_new):
+                return cand, m_cand, d_cand
+    return y_new, m_new, d_new

@@ -104,10 +104,12 @@ def _data_source_errors(source: str, data: Mapping[str, Any] | None = None) -> l
     """The ``cifar10`` key checked before any job: ``download``, or a local copy that
     :func:`gradcomp.data.detect_format` reads (its error names the key and the path); an
     image-folder copy's images per class are counted (not decoded) against ``data``'s
-    subsets (:func:`gradcomp.data.subset_errors`, each error naming its key and the path)."""
+    subsets (:func:`gradcomp.subset_checks.subset_errors`, each error naming its key and the
+    path)."""
     if source == "download":
         return []
-    from gradcomp.data import DataSourceError, detect_format, imagefolder_counts, subset_errors
+    from gradcomp.data import DataSourceError, detect_format
+    from gradcomp.subset_checks import imagefolder_counts, subset_errors
 
     try:
         fmt, root = detect_format(Path(source))

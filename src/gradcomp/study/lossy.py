@@ -223,22 +223,21 @@ def _model_specs(c: dict[str, Any], variants: list[Variant], errors: list[str]) 
     return out
 
 
-def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
-    """The :class:`LossySection` of a validated config; each failed check across keys is
-    appended to ``errors`` as ``config key 'a.b': ...``."""
-    c = config["lossy"]
-    variants = compressor_variants(c)
-    compressor_kinds = {entry["name"]: entry_kind(entry) for entry in compressor_entries(c)}
-    labels = {v.label for v in variants}
-    full_runs = list(compressor_kinds) if c["full_runs"] is None else list(c["full_runs"])
-    unknown = sorted(set(full_runs) - set(compressor_kinds) - labels)
+def _full_runs(c: dict[str, Any], kinds: dict, labels: set[str], errors: list[str]) -> list:
+    """The compressors and variant labels of lossy.full_runs (every compressor when null)."""
+    full_runs = list(kinds) if c["full_runs"] is None else list(c["full_runs"])
+    unknown = sorted(set(full_runs) - set(kinds) - labels)
     if unknown:
         errors.append(
             f"config key 'lossy.full_runs': {unknown} are neither compressors of "
-            f"lossy.compressors ({', '.join(compressor_kinds)}) nor variant labels "
+            f"lossy.compressors ({', '.join(kinds)}) nor variant labels "
             f"({', '.join(labels)})"
         )
+    return full_runs
 
+
+def _reference(c: dict[str, Any], variants: list[Variant], errors: list[str]) -> list[Variant]:
+    """The one-round study's reference variant (a list of one, when the config is right)."""
     reference = [v for v in variants if v.name == c["one_round"]["reference"]]
     if len(reference) != 1:
         errors.append(
@@ -246,22 +245,23 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
             "a compressor of lossy.compressors with exactly one variant (found "
             f"{[v.label for v in reference]})"
         )
-    baseline = c["baseline"]
-    errors += _baseline_errors(baseline, compressor_kinds, variants)
+    return reference
+
+
+def _pairable(baseline: str, kinds: dict, variants: list[Variant]) -> list[str]:
+    """The compressors other than ``baseline`` whose variants are sent the way its are."""
     base_way = {_sent_the_same_way(v.spec) for v in variants if v.name == baseline}
-    pairable = sorted(
+    return sorted(
         name
-        for name in compressor_kinds
+        for name in kinds
         if name != baseline
         and {_sent_the_same_way(v.spec) for v in variants if v.name == name} == base_way
     )
 
-    if c["warm_start"] is not None and not config["data"].get("pretrain_subset"):
-        errors.append(
-            "config key 'lossy.warm_start' needs a pretraining pool: set data.pretrain_subset "
-            "(images outside data.train_subset), or lossy.warm_start: null to start from scratch"
-        )
 
+def _distortion_study(c: dict[str, Any], labels: set[str], full_runs: list,
+                      errors: list[str]) -> DistortionStudy:  # fmt: skip
+    """lossy.distortion_study, whose variant must be configured with full runs."""
     d = c["distortion_study"]
     study = DistortionStudy(
         d["compressor"], d["rate"], d["M"], d["tensor"], tuple(d["rates"]),
@@ -274,24 +274,49 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
             f"variant with full runs (lossy.compressors gives {sorted(labels)}, lossy.full_runs "
             f"{c['full_runs']})"
         )
+    return study
 
+
+def _primary(c: dict[str, Any], variants: list[Variant], kinds: dict, labels: set[str],
+             reference: list[Variant], errors: list[str]) -> list[str]:  # fmt: skip
+    """The labels of the one-round study's primary variants (with the reference's)."""
     primary_names = c["one_round"]["variants"]
     if primary_names is None:
-        primary = [v.label for v in variants]
-    else:
-        unknown = sorted(set(primary_names) - set(compressor_kinds) - labels)
-        if unknown:
-            errors.append(
-                f"config key 'lossy.one_round.variants': {unknown} are neither compressors of "
-                "lossy.compressors nor variant labels (with another lossy.compressors list, "
-                "set it to match, or null: every variant on every trajectory)"
-            )
-        primary = [
-            v.label
-            for v in variants
-            if v.name in primary_names or v.label in primary_names
-            or (reference and v.label == reference[0].label)
-        ]  # fmt: skip
+        return [v.label for v in variants]
+    unknown = sorted(set(primary_names) - set(kinds) - labels)
+    if unknown:
+        errors.append(
+            f"config key 'lossy.one_round.variants': {unknown} are neither compressors of "
+            "lossy.compressors nor variant labels (with another lossy.compressors list, "
+            "set it to match, or null: every variant on every trajectory)"
+        )
+    return [
+        v.label
+        for v in variants
+        if v.name in primary_names or v.label in primary_names
+        or (reference and v.label == reference[0].label)
+    ]  # fmt: skip
+
+
+def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
+    """The :class:`LossySection` of a validated config; each failed check across keys is
+    appended to ``errors`` as ``config key 'a.b': ...``."""
+    c = config["lossy"]
+    variants = compressor_variants(c)
+    compressor_kinds = {entry["name"]: entry_kind(entry) for entry in compressor_entries(c)}
+    labels = {v.label for v in variants}
+    full_runs = _full_runs(c, compressor_kinds, labels, errors)
+    reference = _reference(c, variants, errors)
+    baseline = c["baseline"]
+    errors += _baseline_errors(baseline, compressor_kinds, variants)
+    pairable = _pairable(baseline, compressor_kinds, variants)
+    if c["warm_start"] is not None and not config["data"].get("pretrain_subset"):
+        errors.append(
+            "config key 'lossy.warm_start' needs a pretraining pool: set data.pretrain_subset "
+            "(images outside data.train_subset), or lossy.warm_start: null to start from scratch"
+        )
+    study = _distortion_study(c, labels, full_runs, errors)
+    primary = _primary(c, variants, compressor_kinds, labels, reference, errors)
     curves = {v.name: v.curve for v in variants}
     kept_sets = {v.label: kept_set_of(v.spec) for v in variants}
     verdicts = build_verdicts(c["verdicts"], variants, primary, kept_sets, errors)
@@ -299,7 +324,6 @@ def build_lossy(config: dict[str, Any], errors: list[str]) -> LossySection:
     warm_seeds = () if warm is None else tuple(warm.pop("seeds"))
     common = None if warm is None else warm.pop("common")
     model_specs = _model_specs(c, variants, errors)
-
     federation = (
         "users", "rounds", "local_epochs", "batch_size", "lr", "validation_fraction",
         "validation_split", "optimizer_state", "test_images",

@@ -117,6 +117,75 @@ def _one_configuration(
     return ""
 
 
+class _Refused(Exception):
+    """A question entry that cannot be asked; its message is the error, naming its key."""
+
+
+def _test_and_rates(where: str, q: Mapping[str, Any], in_primary: list[Variant],
+                    names: list[str]) -> tuple[list[Variant], list[int]]:  # fmt: skip
+    """A question entry's test variants (of every M) and its rates, each in the primary pass."""
+    test = [v for v in in_primary if v.name == q["test"]]
+    if not test:
+        raise _Refused(
+            f"{where}.test': {q['test']!r} is not a compressor of the one-round study's "
+            f"primary pass (lossy.one_round.variants gives {names}; with another "
+            "lossy.compressors list, set lossy.verdicts.questions to match, or [])"
+        )
+    Ms = sorted({v.M for v in test})
+    if q["M"] not in Ms:
+        raise _Refused(f"{where}.M': {q['test']} has no M = {q['M']} ({Ms})")
+    have = sorted({v.rate for v in test if v.M == q["M"]})
+    rates = have if q.get("rates") is None else list(q["rates"])
+    missing = [r for r in rates if r not in have]
+    if missing:
+        raise _Refused(
+            f"{where}.rates': {q['test']} M{q['M']} has no rate {missing} in the one-round "
+            f"study's primary pass (it has {have})"
+        )
+    return test, rates
+
+
+def _against(where: str, q: Mapping[str, Any], test: list[Variant], rates: list[int],
+             in_primary: list[Variant], curves: list[str],
+             kept_sets: Mapping[str, str]) -> tuple[int, str, str | None]:  # fmt: skip
+    """A question entry's reference M, its match and its interpolation (None: the match's)."""
+    reference, reference_rate = q["reference"], q.get("reference_rate")
+    if reference == "exact" and reference_rate is not None:
+        raise _Refused(
+            f"{where}.reference_rate': reference: exact has no rate (the uncompressed "
+            "aggregate); leave reference_rate out or name a reference curve"
+        )
+    if reference == "exact":
+        return 0, "exact", q.get("interpolation")
+    if reference not in curves:
+        raise _Refused(
+            f"{where}.reference': {reference!r} is neither 'exact' nor a rate curve of "
+            f"the one-round study's primary pass ({curves})"
+        )
+    ref_Ms = sorted({v.M for v in in_primary if v.curve == reference})
+    given_M: int | None = q.get("reference_M")
+    ref_M = (q["M"] if q["M"] in ref_Ms else ref_Ms[0]) if given_M is None else given_M
+    if given_M is not None and ref_M not in ref_Ms:
+        raise _Refused(f"{where}.reference_M': {reference} has no M = {ref_M} ({ref_Ms})")
+    match = q.get("match", "auto")
+    if match == "exact":
+        raise _Refused(f"{where}.match': exact goes with reference: exact")
+    if reference_rate is not None:
+        failure = _one_configuration(
+            where, q, reference, ref_M, reference_rate, match, in_primary, kept_sets,
+            [v for v in test if v.M == q["M"] and v.rate in rates],
+        )  # fmt: skip
+        if failure:
+            raise _Refused(failure)
+        return ref_M, "kept_set", "none"
+    if match == "auto":
+        own = {kept_sets[v.label] for v in test}
+        ref_sets = {kept_sets[v.label] for v in in_primary
+                    if v.curve == reference and v.M == ref_M}  # fmt: skip
+        match = "kept_set" if own & ref_sets else "frontier"
+    return ref_M, match, q.get("interpolation")
+
+
 def _questions(
     entries: list[dict[str, Any]],
     variants: list[Variant],
@@ -132,79 +201,20 @@ def _questions(
     out = []
     for i, q in enumerate(entries):
         where = f"config key 'lossy.verdicts.questions.{i}"
-        test = [v for v in in_primary if v.name == q["test"]]
-        if not test:
-            errors.append(
-                f"{where}.test': {q['test']!r} is not a compressor of the one-round study's "
-                f"primary pass (lossy.one_round.variants gives {names}; with another "
-                "lossy.compressors list, set lossy.verdicts.questions to match, or [])"
-            )
+        try:
+            test, rates = _test_and_rates(where, q, in_primary, names)
+            ref_M, match, interpolation = _against(where, q, test, rates, in_primary, curves,
+                                                   kept_sets)  # fmt: skip
+        except _Refused as refused:
+            errors.append(str(refused))
             continue
-        Ms = sorted({v.M for v in test})
-        if q["M"] not in Ms:
-            errors.append(f"{where}.M': {q['test']} has no M = {q['M']} ({Ms})")
-            continue
-        have = sorted({v.rate for v in test if v.M == q["M"]})
-        rates = have if q.get("rates") is None else list(q["rates"])
-        missing = [r for r in rates if r not in have]
-        if missing:
-            errors.append(
-                f"{where}.rates': {q['test']} M{q['M']} has no rate {missing} in the one-round "
-                f"study's primary pass (it has {have})"
-            )
-            continue
-        reference = q["reference"]
-        reference_rate: int | None = q.get("reference_rate")
-        interpolation = q.get("interpolation")
-        if reference == "exact" and reference_rate is not None:
-            errors.append(
-                f"{where}.reference_rate': reference: exact has no rate (the uncompressed "
-                "aggregate); leave reference_rate out or name a reference curve"
-            )
-            continue
-        if reference == "exact":
-            ref_M, match = 0, "exact"
-        else:
-            if reference not in curves:
-                errors.append(
-                    f"{where}.reference': {reference!r} is neither 'exact' nor a rate curve of "
-                    f"the one-round study's primary pass ({curves})"
-                )
-                continue
-            ref_Ms = sorted({v.M for v in in_primary if v.curve == reference})
-            given_M: int | None = q.get("reference_M")
-            if given_M is None:
-                ref_M = q["M"] if q["M"] in ref_Ms else ref_Ms[0]
-            else:
-                ref_M = given_M
-            if given_M is not None and ref_M not in ref_Ms:
-                errors.append(f"{where}.reference_M': {reference} has no M = {ref_M} ({ref_Ms})")
-                continue
-            match = q.get("match", "auto")
-            if match == "exact":
-                errors.append(f"{where}.match': exact goes with reference: exact")
-                continue
-            if reference_rate is not None:
-                failure = _one_configuration(
-                    where, q, reference, ref_M, reference_rate, match, in_primary, kept_sets,
-                    [v for v in test if v.M == q["M"] and v.rate in rates],
-                )  # fmt: skip
-                if failure:
-                    errors.append(failure)
-                    continue
-                match, interpolation = "kept_set", "none"
-            elif match == "auto":
-                own = {kept_sets[v.label] for v in test}
-                ref_sets = {kept_sets[v.label] for v in in_primary
-                            if v.curve == reference and v.M == ref_M}  # fmt: skip
-                match = "kept_set" if own & ref_sets else "frontier"
         for rate in rates:
             out.append(
                 Question(
-                    q["test"], q["M"], rate, reference, ref_M, match,
+                    q["test"], q["M"], rate, q["reference"], ref_M, match,
                     family=q.get("family", "primary"),
                     interpolation=_interpolation(interpolation, match),
-                    reference_rate=reference_rate,
+                    reference_rate=q.get("reference_rate"),
                 )
             )  # fmt: skip
     if len({(q.label, q.family) for q in out}) != len(out):

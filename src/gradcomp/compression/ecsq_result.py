@@ -1,6 +1,6 @@
 """What an entropy-constrained scalar quantizer design is (:class:`ECSQResult`), shared by
 the design on weighted points (``ecsq_design``) and the design of a fitted law
-(:func:`gradcomp.quantization.ecsq_law.ecsq_for_law`): its levels, cells, code lengths
+(:func:`gradcomp.compression.ecsq_law.ecsq_for_law`): its levels, cells, code lengths
 (ideal or Huffman), M-weighted distortion and rate."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Literal
 
 import numpy as np
 
-from gradcomp.coding.huffman import huffman_lengths
+from gradcomp.coding.huffman_lengths import huffman_lengths
 from gradcomp.quantization.level_quantizer import LevelQuantizer
 
 __all__ = ["RATE_TOL", "ECSQResult", "Lengths", "code_lengths", "m_weights"]

@@ -20,7 +20,7 @@ The design works on weighted points: data (:func:`ecsq_design` on the entries, e
 weights, as the ``ecsq_data`` compressor does) or a discretised law. Its knob is a target
 rate in bits per entry, any real number: ``lambda`` is searched by bisection, and the design
 of least distortion whose rate is not above the target is kept. A fitted law's design is
-:func:`gradcomp.quantization.ecsq_law.ecsq_for_law` (a lattice in the companded variable,
+:func:`gradcomp.compression.ecsq_law.ecsq_for_law` (a lattice in the companded variable,
 scored on the law itself; these iterations, which stop in local optima, were up to 0.27
 bits further from the best under M = 2 at 1-3 bits).
 
@@ -41,7 +41,7 @@ import math
 import numpy as np
 
 from gradcomp.coding.pmf import entropy_bits
-from gradcomp.quantization.ecsq_result import (
+from gradcomp.compression.ecsq_result import (
     RATE_TOL,
     ECSQResult,
     Lengths,

@@ -54,7 +54,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gradcomp.quantization.ecsq_result import RATE_TOL, ECSQResult, Lengths, code_lengths
+from gradcomp.compression.ecsq_result import RATE_TOL, ECSQResult, Lengths, code_lengths
 from gradcomp.quantization.symmetric_law import SymmetricLaw, _as_law
 from gradcomp.quantization.tail_gamma import tail_quantile
 
