@@ -137,10 +137,10 @@ def test_the_check_values_are_charged_in_the_bytes():
 
 @pytest.mark.parametrize("spec", [{"quantizer": "uniform", "rate": 2}])
 def test_a_compressor_built_without_its_spec_says_how_to_build_it(spec):
-    from gradcomp.compression.update_compression import QuantizerPipeline
+    from gradcomp.compression.update_compression import PipelineCompressor
 
     c = compressor_factory(check_spec(spec), SEED)(USER)
-    bare = QuantizerPipeline(c.quantize, topk=c.topk)
+    bare = PipelineCompressor(c.quantize, topk=c.topk)
     payload, ctx = bare.compress(update())
     with pytest.raises(TypeError, match="build_compressor"):
         encode_update(bare, payload, ctx)

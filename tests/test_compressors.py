@@ -8,11 +8,11 @@ import torch
 
 from gradcomp.compression import (
     LloydQuantizer,
-    Quantize,
-    QuantizerPipeline,
+    PipelineCompressor,
     RateBreakdown,
     ResidualMemory,
     TopK,
+    ValueQuantizerChoice,
     build_compressor,
     elias_gamma_bits,
     index_code_bits,
@@ -406,7 +406,7 @@ def test_workflow_spec_is_accepted():
         "slip": False,
     }
     c = build_compressor(spec)
-    assert isinstance(c, QuantizerPipeline) and c.topk.fraction == 0.452 and c.memory is None
+    assert isinstance(c, PipelineCompressor) and c.topk.fraction == 0.452 and c.memory is None
     none = build_compressor(
         {
             **spec,
@@ -419,7 +419,7 @@ def test_workflow_spec_is_accepted():
         }
     )
     assert none.topk.fraction == pytest.approx(160 / 3200)
-    assert isinstance(none.quantize, Quantize) and none.quantize.min_entries == 1000
+    assert isinstance(none.quantize, ValueQuantizerChoice) and none.quantize.min_entries == 1000
 
 
 def test_m_weighted_distortion():

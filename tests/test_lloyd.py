@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from gradcomp.quantization.level_quantizer import LevelQuantizer
 from gradcomp.quantization.lloyd import lloyd_design
 from gradcomp.quantization.minmax_levels import uniform_minmax_levels
+from gradcomp.quantization.nearest_level import NearestLevels
 from gradcomp.quantization.symmetric_law import (
     SymmetricLaw,
     expected_distortion,
@@ -233,7 +233,7 @@ def test_expected_distortion_matches_monte_carlo():
     params = {"beta": 1.2, "loc": 0.0, "scale": 1.0}
     levels = np.array([-2.0, -0.5, 0.3, 1.7])
     x = stats.gennorm(**params).rvs(size=400_000, random_state=np.random.default_rng(1))
-    q = LevelQuantizer.from_levels(levels)
+    q = NearestLevels.from_levels(levels)
     _, xq = q.quantize(x)
     mc = np.mean(np.abs(x) ** 2 * (x - xq) ** 2)
     assert expected_distortion("gennorm", params, levels, 2) == pytest.approx(mc, rel=0.02)
@@ -271,8 +271,8 @@ def test_uniform_minmax_level_counts(R):
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(-100, 100), min_size=1, max_size=50))
-def test_level_quantizer_picks_nearest_level(xs):
-    q = LevelQuantizer.from_levels([-3.0, -1.0, 0.5, 2.0, 10.0])
+def test_nearest_levels_picks_nearest_level(xs):
+    q = NearestLevels.from_levels([-3.0, -1.0, 0.5, 2.0, 10.0])
     x = np.array(xs)
     idx, val = q.quantize(x)
     dist = np.abs(x[:, None] - q.levels[None, :])

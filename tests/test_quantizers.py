@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from gradcomp.quantization.grids import (
     GRIDS,
-    GridQuantizer,
+    FixedGrid,
     amax_exponent,
     fp_levels,
     get_grid,
@@ -213,15 +213,15 @@ def test_sign_magnitude_roundtrip(name, x):
 
 
 def test_sign_magnitude_needs_symmetric_grid():
-    q = GridQuantizer([-1.0, 0.0, 2.0])
+    q = FixedGrid([-1.0, 0.0, 2.0])
     with pytest.raises(ValueError, match="symmetric"):
         q.encode_magnitude(np.array([0.5]))
 
 
 def test_invalid_levels():
     with pytest.raises(ValueError):
-        GridQuantizer([1.0, 1.0])
+        FixedGrid([1.0, 1.0])
     with pytest.raises(ValueError):
-        GridQuantizer([0.0, np.inf])
+        FixedGrid([0.0, np.inf])
     with pytest.raises(ValueError):
-        GridQuantizer([0.0, 1.0], scale=0.0)
+        FixedGrid([0.0, 1.0], scale=0.0)

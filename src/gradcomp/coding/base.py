@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 from bitarray import bitarray
 
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 __all__ = [
     "Bitstream", "Bound", "Coder", "TensorSymbols", "as_rows", "part_bits", "sign_bits",
@@ -89,7 +89,7 @@ class TensorSymbols:
     """
 
     symbols: np.ndarray
-    grid: GridQuantizer
+    grid: FixedGrid
     fits: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -129,7 +129,7 @@ class Coder:
     def encode(self, x: TensorSymbols) -> Bitstream:
         raise NotImplementedError
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]) -> np.ndarray:
         """The signed symbols, int64 ``stream.shape``, from the stream, the grid and the
         fits (the header's knowledge)."""
         raise NotImplementedError
@@ -159,7 +159,7 @@ def sign_bits(signs: np.ndarray) -> bitarray:
     return out
 
 
-def with_signs(grid: GridQuantizer, mags: np.ndarray, bits: bitarray) -> np.ndarray:
+def with_signs(grid: FixedGrid, mags: np.ndarray, bits: bitarray) -> np.ndarray:
     """Signed symbols from magnitude symbols and the raw sign bits of :func:`sign_bits`."""
     n_nonzero = int(np.count_nonzero(grid.magnitude_levels[mags] != 0))
     if len(bits) != n_nonzero:

@@ -28,7 +28,7 @@ from gradcomp.coding.general_purpose import (
     lzma_raw_decompress,
 )
 from gradcomp.coding.lz78 import lz78_bits
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 try:
     import zstandard
@@ -40,7 +40,7 @@ __all__ = ["BytesCoder", "Fp8Coder", "Lz78Size", "ShuffledLzmaSize", "fp8_bytes"
 SHUFFLE_SEED = 0
 
 
-def fp8_bytes(values: np.ndarray, grid: GridQuantizer) -> bytes:
+def fp8_bytes(values: np.ndarray, grid: FixedGrid) -> bytes:
     """The 8-bit codes of quantized values (E5M2 bit patterns for the FP8 grid).
 
     ``values`` are in data units (levels of ``grid``); the bytes are those of
@@ -57,7 +57,7 @@ def fp8_bytes(values: np.ndarray, grid: GridQuantizer) -> bytes:
     return symbols.astype(np.uint8).tobytes()
 
 
-def from_fp8(data: bytes, grid: GridQuantizer, shape: tuple[int, int]) -> np.ndarray:
+def from_fp8(data: bytes, grid: FixedGrid, shape: tuple[int, int]) -> np.ndarray:
     """Inverse of :func:`fp8_bytes` on grid values: the signed symbols, int64 ``shape``."""
     codes = np.frombuffer(data, dtype=np.uint8)
     if grid.name == "fp8_e5m2":
@@ -84,7 +84,7 @@ class Fp8Coder(Coder):
         """(payload, side) bits: one byte per entry."""
         return 8 * c.numel, 0
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]):
         return from_fp8(cast(bytes, stream.payload[0]), grid, stream.shape)
 
 
@@ -115,7 +115,7 @@ class BytesCoder(Coder):
     def encode(self, x: TensorSymbols) -> Bitstream:
         return Bitstream(side=(), payload=(_METHODS[self.method][0](_bytes_of(x)),), shape=x.shape)
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]):
         data = _METHODS[self.method][1](cast(bytes, stream.payload[0]))
         return from_fp8(data, grid, stream.shape)
 

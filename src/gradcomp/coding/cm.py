@@ -56,7 +56,7 @@ from gradcomp.coding.binary_rc import (
     squash_table,
     stretch_table,
 )
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 __all__ = [
     "CMCoder", "CMState", "decode_message", "encode_message", "kernel_width", "symbol_tables",
@@ -225,7 +225,7 @@ def _code(sym, rows, cols, kw, mag_of, neg_of, signed_of, ctr, weights, apm,
                 sym[i] = signed_of[2 * m + neg]
 
 
-def symbol_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def symbol_tables(grid: FixedGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per signed symbol its magnitude and sign (1 negative), and the inverse:
     ``signed_of[2 m + negative]`` (-1 where no symbol); made once per grid (int64, not to
     be written)."""
@@ -238,7 +238,7 @@ def symbol_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarr
 _SYMBOL_TABLES: dict[tuple[str | None, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
-def _make_tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _make_tables(grid: FixedGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if grid.n_magnitudes > 1 << DEPTH:
         raise ValueError(f"cm_context codes at most {1 << DEPTH} magnitudes, "
                          f"grid {grid.name} has {grid.n_magnitudes}")  # fmt: skip
@@ -271,7 +271,7 @@ def encode_message(tensors: Sequence[TensorSymbols], state: CMState | None = Non
 
 
 def decode_message(
-    data: bytes, shapes: Sequence[tuple[int, int]], grid: GridQuantizer,
+    data: bytes, shapes: Sequence[tuple[int, int]], grid: FixedGrid,
     state: CMState | None = None,
 ) -> list[np.ndarray]:  # fmt: skip
     """Inverse of :func:`encode_message`: the signed symbols (int64, each its shape)."""
@@ -292,13 +292,13 @@ class CMCoder(Coder):
     # the message coder of this kind, one tensor a message (from fresh statistics: a
     # subclass's coder keeps statistics of its own kind)
     encode_message: Callable[[Sequence[TensorSymbols]], bytes] = staticmethod(encode_message)
-    decode_message: Callable[
-        [bytes, Sequence[tuple[int, int]], GridQuantizer], list[np.ndarray]
-    ] = staticmethod(decode_message)
+    decode_message: Callable[[bytes, Sequence[tuple[int, int]], FixedGrid], list[np.ndarray]] = (
+        staticmethod(decode_message)
+    )
 
     def encode(self, x: TensorSymbols) -> Bitstream:
         return Bitstream(side=(), payload=(self.encode_message([x]),), shape=x.shape)
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]) -> np.ndarray:
         (data,) = stream.payload
         return self.decode_message(bytes(data), [stream.shape], grid)[0]

@@ -59,7 +59,7 @@ from gradcomp.coding.binary_rc import (
     stretch_table,
 )
 from gradcomp.coding.cm import CMCoder, kernel_width, symbol_tables
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 __all__ = ["CMFastCoder", "FastState", "decode_message", "encode_message"]
 
@@ -240,7 +240,7 @@ def encode_message(tensors: Sequence[TensorSymbols], state: FastState | None = N
 
 
 def decode_message(
-    data: bytes, shapes: Sequence[tuple[int, int]], grid: GridQuantizer,
+    data: bytes, shapes: Sequence[tuple[int, int]], grid: FixedGrid,
     state: FastState | None = None,
 ) -> list[np.ndarray]:  # fmt: skip
     """Inverse of :func:`encode_message`: the signed symbols (int64, each its shape)."""

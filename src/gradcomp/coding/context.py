@@ -47,7 +47,7 @@ import numpy as np
 from bitarray import bitarray
 
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 __all__ = [
     "CONTEXTS", "LANE", "SIGN_CLASSES", "START", "ContextCoder", "choose_context",
@@ -154,14 +154,14 @@ def choose_context(mags: np.ndarray) -> str:
     return min(CONTEXTS, key=cost)
 
 
-def _tables(grid: GridQuantizer) -> tuple[np.ndarray, np.ndarray]:
+def _tables(grid: FixedGrid) -> tuple[np.ndarray, np.ndarray]:
     """Per signed symbol: its magnitude (int64) and sign state (uint8: 0 zero, 1 +, 2 -)."""
     mags, _ = grid.signed_to_magnitude(np.arange(grid.n_levels))
     state = np.where(grid.magnitude_levels[mags] == 0, 0, 1 + (grid.levels < 0))
     return mags.astype(np.int64), state.astype(np.uint8)
 
 
-def sign_states(symbols: np.ndarray, grid: GridQuantizer) -> np.ndarray:
+def sign_states(symbols: np.ndarray, grid: FixedGrid) -> np.ndarray:
     """Sign state of every entry, uint8 of the symbols' shape: 0 on the zero level,
     1 positive, 2 negative."""
     return _tables(grid)[1][symbols]
@@ -189,7 +189,7 @@ class _Joint:
     _priors: dict[int, np.ndarray]  # set by keys(), for a step
     _signs: np.ndarray | None
 
-    def __init__(self, grid: GridQuantizer, rule: str) -> None:
+    def __init__(self, grid: FixedGrid, rule: str) -> None:
         mag_of, state_of = _tables(grid)
         self.max2 = rule == "max2"
         self.n = grid.n_levels
@@ -292,7 +292,7 @@ def _groups(keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
     return order, list(zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True))
 
 
-def _check(grid: GridQuantizer) -> None:
+def _check(grid: FixedGrid) -> None:
     if grid.n_levels >= _PAD:
         raise ValueError(f"ans_context codes fewer than {_PAD} levels, got {grid.n_levels}")
 
@@ -337,7 +337,7 @@ class ContextCoder(Coder):
         words = np.asarray(coder.get_compressed(), dtype=np.uint32)
         return Bitstream(side=(flag,), payload=(words,), shape=x.shape)
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]) -> np.ndarray:
         _check(grid)
         shape = stream.shape
         if not shape[0] * shape[1]:

@@ -25,7 +25,7 @@ from typing import Any, cast
 import numpy as np
 
 from gradcomp.coding.base import TensorSymbols
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 __all__ = ["SymbolCounts", "bin_index", "entropy_from_counts", "is_counted", "tensor_counts"]
 
@@ -44,7 +44,7 @@ class SymbolCounts:
 
     rows: np.ndarray
     n_nonzero: int
-    grid: GridQuantizer
+    grid: FixedGrid
     fits: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -68,7 +68,7 @@ class SymbolCounts:
 
 
 def tensor_counts(
-    values: Any, grid: GridQuantizer, fits: Mapping[str, Any] | None = None
+    values: Any, grid: FixedGrid, fits: Mapping[str, Any] | None = None
 ) -> tuple[SymbolCounts, int]:
     """The counts of ``grid.encode(values)`` and the number of saturated entries.
 

@@ -25,7 +25,7 @@ from bitarray import bitarray
 from gradcomp.coding.ans import categorical_model
 from gradcomp.coding.base import Bitstream, Coder, TensorSymbols, sign_bits, with_signs
 from gradcomp.coding.elias import BitReader, pack_fields
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 __all__ = ["BETAS", "GenNormChannelCoder", "channel_pmfs"]
 
@@ -50,12 +50,12 @@ def _unit_table(ratio_bytes: bytes, beta_index: int) -> np.ndarray:
     return np.clip(p, 0.0, None)
 
 
-def _ratios(grid: GridQuantizer) -> np.ndarray:
+def _ratios(grid: FixedGrid) -> np.ndarray:
     e = grid.magnitude_edges
     return e / e[1]
 
 
-def channel_pmfs(grid: GridQuantizer, beta_index: int, q: int) -> np.ndarray:
+def channel_pmfs(grid: FixedGrid, beta_index: int, q: int) -> np.ndarray:
     """Floored, normalised magnitude pmfs (J, K) for every scale index j, given beta and
     ``p0 = q / 2**P0_BITS``."""
     return 2.0 ** -_code_lengths(_ratios(grid).tobytes(), beta_index, q)
@@ -70,7 +70,7 @@ def _code_lengths(ratio_bytes: bytes, beta_index: int, q: int) -> np.ndarray:
     return -np.log2(p / p.sum(axis=1, keepdims=True))
 
 
-def _row_costs(hist: np.ndarray, used: np.ndarray, grid: GridQuantizer, b: int, q: int):
+def _row_costs(hist: np.ndarray, used: np.ndarray, grid: FixedGrid, b: int, q: int):
     """Ideal code lengths (rows, J) in bits of each row's histogram (rows, len(used)) of
     the magnitudes ``used``, under each scale's pmf. (einsum: a small product that a
     multithreaded BLAS only slows down on a busy machine.)"""
@@ -84,7 +84,7 @@ class GenNormChannelCoder(Coder):
     name = "ans_gennorm_channel"
     raw_signs = True
 
-    def choose(self, mags: np.ndarray, grid: GridQuantizer) -> tuple[int, int, np.ndarray]:
+    def choose(self, mags: np.ndarray, grid: FixedGrid) -> tuple[int, int, np.ndarray]:
         """``(beta index, q, scale index per row)`` minimising the ideal code length of the
         magnitudes ``mags`` (rows, cols)."""
         rows, k = mags.shape[0], grid.n_magnitudes
@@ -114,7 +114,7 @@ class GenNormChannelCoder(Coder):
         words = np.asarray(coder.get_compressed(), dtype=np.uint32)
         return Bitstream(side=(side,), payload=(words, sign_bits(signs)), shape=x.shape)
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]) -> np.ndarray:
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]) -> np.ndarray:
         rows, cols = stream.shape
         reader = BitReader(cast(bitarray, stream.side[0]))
         b, q = reader.read(BETA_BITS), reader.read(P0_BITS)

@@ -30,7 +30,7 @@ from gradcomp.coding.huffman import HuffmanCode
 from gradcomp.coding.huffman_lengths import huffman_lengths
 from gradcomp.coding.pmf import floor_and_renormalise, model_magnitude_pmf
 from gradcomp.distributions import FAMILIES, FittedDistribution, param_names
-from gradcomp.quantization.grids import GridQuantizer
+from gradcomp.quantization.grids import FixedGrid
 
 __all__ = ["AnsModelCoder", "HuffmanEmpiricalCoder", "HuffmanModelCoder", "model_pmf_of"]
 
@@ -55,7 +55,7 @@ def _fit_key(fitted: FittedDistribution) -> tuple:
     return fitted.family, tuple(sorted(fitted.params.items())), fitted.p0
 
 
-def model_pmf_of(fitted: FittedDistribution, grid: GridQuantizer) -> np.ndarray:
+def model_pmf_of(fitted: FittedDistribution, grid: FixedGrid) -> np.ndarray:
     """Floored magnitude-bin pmf (K,) of a fitted law (its atom ``p0`` in the zero bin);
     read-only."""
 
@@ -135,7 +135,7 @@ class HuffmanModelCoder(_ModelCoder):
         lengths = huffman_lengths(model_pmf_of(fitted, c.grid))  # those of encode's code
         return int(c.magnitudes @ lengths) + c.n_nonzero, len(side)
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]):
         code = HuffmanCode.from_pmf(
             model_pmf_of(read_fit(cast(bitarray, stream.side[0]), self.family), grid)
         )
@@ -175,7 +175,7 @@ class AnsModelCoder(_ModelCoder):
         ideal = float(-(n[used] * np.log2(q[used])).sum())
         return 32 * math.ceil((ideal + 16) / 32) + c.n_nonzero, len(side)
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]):
         pmf = model_pmf_of(read_fit(cast(bitarray, stream.side[0]), self.family), grid)
         words, signs = cast(tuple[np.ndarray, bitarray], stream.payload)
         decoder = constriction.stream.stack.AnsCoder(np.asarray(words, dtype=np.uint32))
@@ -207,7 +207,7 @@ class HuffmanEmpiricalCoder(Coder):
         code_table = HuffmanCode.table_bits(lengths)
         return int(c.magnitudes @ lengths) + c.n_nonzero, code_table
 
-    def decode(self, stream: Bitstream, grid: GridQuantizer, fits: Mapping[str, Any]):
+    def decode(self, stream: Bitstream, grid: FixedGrid, fits: Mapping[str, Any]):
         reader = BitReader(cast(bitarray, stream.side[0]))
         w = reader.read(8)
         code = HuffmanCode([reader.read(w) for _ in range(grid.n_magnitudes)])

@@ -82,7 +82,7 @@ def model_pmf(cdf: CdfLike, edges: Any, *, sf: CdfLike | None = None) -> np.ndar
     Args:
         cdf: vectorised CDF of the data (data units), e.g. a scipy frozen ``.cdf``.
         edges: float (L+1,), non-decreasing, normally ``-inf`` and ``+inf`` at the ends
-            (``GridQuantizer.edges``).
+            (``FixedGrid.edges``).
         sf: optional survival function; when given, bins above the median use
             ``sf(edges[k]) - sf(edges[k+1])`` for accuracy in the upper tail.
 
@@ -105,7 +105,7 @@ def model_magnitude_pmf(
     Args:
         cdf: vectorised CDF of the signed data.
         magnitude_edges: float (K+1,), non-decreasing, ``e_0 >= 0``, normally
-            ``[0, ..., inf]`` (``GridQuantizer.magnitude_edges``).
+            ``[0, ..., inf]`` (``FixedGrid.magnitude_edges``).
         sf: optional survival function, used as in :func:`model_pmf` for the upper tail.
 
     Returns:

@@ -35,7 +35,7 @@ from gradcomp.compression.specs import (
 )
 from gradcomp.compression.tensor_compression import TensorCompressor, TensorCtx, TensorPayload
 from gradcomp.compression.terngrad import TernGrad
-from gradcomp.compression.update_compression import Quantize, QuantizerPipeline
+from gradcomp.compression.update_compression import PipelineCompressor, ValueQuantizerChoice
 from gradcomp.compression.value_quantizers import (
     Float16,
     PassThrough,
@@ -59,7 +59,7 @@ __all__ = [
     "PassThrough",
     "PowerSGD",
     "QSGDEliasCode",
-    "Quantize",
+    "ValueQuantizerChoice",
     "QuantizedValues",
     "RandomK",
     "RateBreakdown",
@@ -74,7 +74,7 @@ __all__ = [
     "TernGrad",
     "TopK",
     "UniformQuantizer",
-    "QuantizerPipeline",
+    "PipelineCompressor",
     "ValueQuantizer",
     "Variant",
     "build_compressor",

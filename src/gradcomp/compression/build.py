@@ -1,7 +1,7 @@
 """Building a compressor from a checked spec (:mod:`gradcomp.compression.specs` checks it).
 
 :func:`make_quantizer` gives a spec's value quantizer from the registry; :func:`build_compressor`
-the whole compressor: a :class:`QuantizerPipeline` for a ``quantizer`` kind, the registered
+the whole compressor: a :class:`PipelineCompressor` for a ``quantizer`` kind, the registered
 class for a ``compressor`` kind, the user's class for ``class``.
 """
 
@@ -18,7 +18,7 @@ from gradcomp.compression.random_k import RandomK
 from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
 from gradcomp.compression.sparsifiers import TopK
 from gradcomp.compression.specs import CheckedSpec, check_spec
-from gradcomp.compression.update_compression import Quantize, QuantizerPipeline
+from gradcomp.compression.update_compression import PipelineCompressor, ValueQuantizerChoice
 from gradcomp.compression.value_quantizers import ValueQuantizer
 
 __all__ = ["build_compressor", "make_quantizer"]
@@ -40,7 +40,7 @@ def build_compressor(
     """The compressor of a spec (see the module doc); raises :class:`SpecError`. A
     :class:`CheckedSpec` is built as it is, any other mapping is checked first.
 
-    A :class:`QuantizerPipeline` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
+    A :class:`PipelineCompressor` for a ``quantizer`` kind (its entropy coder: ``entropy_coder``,
     else the quantizer's own ``entropy_coder`` method if it has one, else Huffman), else the
     ``compressor`` kind's or the user's class. Each has ``compress``, ``decompress``, ``rate``.
 
@@ -72,8 +72,8 @@ def _built(s: CheckedSpec, fit_fn, entropy_coder) -> Any:
     elif s["sparsifier"] == "randomk":
         # with error feedback unscaled (Stich et al. 2018): the scaled one's memory diverges
         sparsifier = RandomK(s["topk"], seed=s["seed"], unbiased=not s["error_feedback"])
-    return QuantizerPipeline(
-        Quantize(quantizer, s["min_entries"]),
+    return PipelineCompressor(
+        ValueQuantizerChoice(quantizer, s["min_entries"]),
         topk=sparsifier,
         memory=(
             ResidualMemory(s["memory_decay"], s["memory_mode"]) if s["error_feedback"] else None

@@ -11,7 +11,7 @@ from typing import Literal
 import numpy as np
 
 from gradcomp.coding.huffman_lengths import huffman_lengths
-from gradcomp.quantization.level_quantizer import LevelQuantizer
+from gradcomp.quantization.nearest_level import NearestLevels
 
 __all__ = ["RATE_TOL", "ECSQResult", "Lengths", "code_lengths", "m_weights"]
 
@@ -45,9 +45,9 @@ class ECSQResult:
     M: float
     iterations: int
 
-    def quantizer(self) -> LevelQuantizer:
+    def quantizer(self) -> NearestLevels:
         """The nearest-cell rule of the design's levels and thresholds."""
-        return LevelQuantizer(self.levels, self.thresholds)
+        return NearestLevels(self.levels, self.thresholds)
 
 
 def m_weights(x: np.ndarray, M: float) -> np.ndarray:

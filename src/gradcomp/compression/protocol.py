@@ -1,5 +1,5 @@
 """The interface every compressor of the federated study implements: the built-in ones
-(:class:`~gradcomp.compression.update_compression.QuantizerPipeline` for a ``quantizer`` kind,
+(:class:`~gradcomp.compression.update_compression.PipelineCompressor` for a ``quantizer`` kind,
 the registry's :data:`~gradcomp.compression.registry.COMPRESSORS` for a ``compressor`` kind)
 and a user's own class (:mod:`~gradcomp.compression.user_compressors`)."""
 

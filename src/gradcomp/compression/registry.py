@@ -1,6 +1,6 @@
 """Name-to-class registries, one per spec key: :data:`QUANTIZERS`, the value quantizers (the
 kinds a spec's ``quantizer`` names; each is run inside a
-:class:`~gradcomp.compression.update_compression.QuantizerPipeline`), and :data:`COMPRESSORS`,
+:class:`~gradcomp.compression.update_compression.PipelineCompressor`), and :data:`COMPRESSORS`,
 the self-contained compressors (the kinds a spec's ``compressor`` names: PowerSGD, count
 sketch), which take a whole update themselves. A kind is one class, its options declared on it
 (``options``: key -> default, ``check_option``); :func:`register` adds one, and spec checking,

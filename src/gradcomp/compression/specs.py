@@ -2,7 +2,7 @@
 
 A *spec* is a plain dict describing one compressor at one rate and M (what one federated run
 uses); :func:`~gradcomp.compression.build.build_compressor` turns it into a compressor
-object: a :class:`QuantizerPipeline` (memory, sparsifier, value quantizer, Huffman) for a
+object: a :class:`PipelineCompressor` (memory, sparsifier, value quantizer, Huffman) for a
 ``quantizer`` kind, a self-contained compressor of :data:`COMPRESSORS` for a ``compressor``
 kind (PowerSGD), or a user's class for ``class``
 (:mod:`~gradcomp.compression.user_compressors`). :func:`check_spec` returns a

@@ -1,7 +1,7 @@
 """One tensor of an update through its value quantizer: which entries are sent
 (:class:`Selection`), their quantized values and Huffman code (:class:`TensorCompressor`),
 what the tensor sends (:class:`TensorPayload`) and what the receiver knows of it
-(:class:`TensorCtx`). :class:`~gradcomp.compression.update_compression.QuantizerPipeline`
+(:class:`TensorCtx`). :class:`~gradcomp.compression.update_compression.PipelineCompressor`
 runs one :class:`TensorCompressor` per tensor of an update.
 """
 
@@ -20,7 +20,7 @@ from gradcomp.compression.inputs import WIRE_LIMITS, NonFiniteUpdateError, OutOf
 from gradcomp.compression.rates import RateBreakdown, index_code_bits
 from gradcomp.compression.stochastic_levels import BucketedValues
 from gradcomp.compression.value_quantizers import QuantizedValues, ValueQuantizer
-from gradcomp.quantization.level_quantizer import LevelQuantizer
+from gradcomp.quantization.nearest_level import NearestLevels
 
 __all__ = [
     "Selection",
@@ -80,7 +80,7 @@ def _relabel(
             f"({q.kind} on {name!r} has none)"
         )
     values = label_flat if indices is None else label_flat[indices]
-    q.indices = LevelQuantizer.from_levels(q.levels).quantize(values)[0].to(q.indices.device)
+    q.indices = NearestLevels.from_levels(q.levels).quantize(values)[0].to(q.indices.device)
 
 
 class Selection(NamedTuple):

@@ -16,7 +16,7 @@ kmeans             index of 2^R weighted k-means levels         the 2^R levels
 gaussian_channel   a test-channel output, R bits                mean, std
 =================  ===========================================  ===========================
 
-Level quantizers use :class:`gradcomp.quantization.level_quantizer.LevelQuantizer` (nearest level,
+Level quantizers use :class:`gradcomp.quantization.nearest_level.NearestLevels` (nearest level,
 thresholds at midpoints); the receiver recomputes the levels from the side information.
 
 The byte format (:mod:`gradcomp.wire`): a kind writes its side information with
@@ -38,8 +38,8 @@ import torch
 
 from gradcomp.coding.fields import FieldReader, FieldWriter
 from gradcomp.compression.rates import FLOAT_BITS
-from gradcomp.quantization.level_quantizer import LevelQuantizer, nearest_index
 from gradcomp.quantization.minmax_levels import uniform_minmax_levels
+from gradcomp.quantization.nearest_level import NearestLevels, nearest_index
 
 __all__ = [
     "Float16",
@@ -192,7 +192,7 @@ class ValueQuantizer:
         from the Huffman bitstream)."""
         idx = q.indices if indices is None else indices
         if idx is not None:
-            return LevelQuantizer.from_levels(q.levels).dequantize(idx)
+            return NearestLevels.from_levels(q.levels).dequantize(idx)
         return cast(torch.Tensor, q.values).to(torch.float64)  # a value kind's
 
     def n_symbols(self) -> int:
@@ -246,7 +246,7 @@ def level_values(
     levels_sent: bool = False,
 ) -> QuantizedValues:
     """Nearest-level indices of ``values`` (1-D) as :class:`QuantizedValues` of ``kind``."""
-    indices = nearest_index(LevelQuantizer.from_levels(levels).thresholds, values)
+    indices = nearest_index(NearestLevels.from_levels(levels).thresholds, values)
     return QuantizedValues(
         kind,
         values.numel(),

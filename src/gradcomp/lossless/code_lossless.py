@@ -56,7 +56,7 @@ from gradcomp.lossless.fit_lossless import fitted_from_row
 from gradcomp.quantization.grids import (
     EXPONENT_BITS,
     SCALINGS,
-    GridQuantizer,
+    FixedGrid,
     amax_exponent,
     get_grid,
 )
@@ -85,7 +85,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-def model_code(fitted: FittedDistribution, grid: GridQuantizer) -> tuple[HuffmanCode, np.ndarray]:
+def model_code(fitted: FittedDistribution, grid: FixedGrid) -> tuple[HuffmanCode, np.ndarray]:
     """Huffman code (and the floored pmf it was built from) of the model's magnitude bins;
     the mixture's cdf puts the atom ``p0`` in the zero bin."""
     pmf = model_pmf_of(fitted, grid)
@@ -95,7 +95,7 @@ def model_code(fitted: FittedDistribution, grid: GridQuantizer) -> tuple[Huffman
 def code_tensor(
     values: np.ndarray,
     fits: dict[str, FittedDistribution],
-    grid: GridQuantizer,
+    grid: FixedGrid,
     *,
     coders: Sequence[CoderSpec] | None = None,
     shape: tuple[int, ...] | None = None,
@@ -179,7 +179,7 @@ def _scaled(fitted: FittedDistribution, factor: float) -> FittedDistribution:
     return FittedDistribution(fitted.family, params, fitted.n, math.nan, fitted.fixed, fitted.p0)
 
 
-def scaled_grid(values: np.ndarray, grid_name: str, scaling: str) -> tuple[GridQuantizer, int]:
+def scaled_grid(values: np.ndarray, grid_name: str, scaling: str) -> tuple[FixedGrid, int]:
     """The grid the entries ``values`` (data units) are quantized on, and its exponent ``k``.
 
     ``none``: the named grid as it is (``k = 0``); ``amax``: the grid in data units
@@ -199,7 +199,7 @@ def scaled_grid(values: np.ndarray, grid_name: str, scaling: str) -> tuple[GridQ
 
 
 @functools.lru_cache(maxsize=64)
-def _grid(name: str, scale: float) -> GridQuantizer:
+def _grid(name: str, scale: float) -> FixedGrid:
     """The named grid at ``scale``, built once (its tables then too)."""
     return get_grid(name, scale=scale)
 

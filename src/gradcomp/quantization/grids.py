@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from gradcomp.quantization.level_quantizer import nearest_index
+from gradcomp.quantization.nearest_level import nearest_index
 
 __all__ = [
     "EXPONENT_BITS",
     "GRIDS",
     "SCALINGS",
-    "GridQuantizer",
+    "FixedGrid",
     "amax_exponent",
     "as_numpy",
     "fp_grid",
@@ -115,8 +115,8 @@ def uniform_levels(bits: int, max_abs: float) -> np.ndarray:
     return np.concatenate([-pos[::-1], pos])
 
 
-class GridQuantizer:
-    """Nearest-level quantizer on a fixed, sorted grid.
+class FixedGrid:
+    """A fixed, sorted grid of levels (a number format's values) and rounding to its nearest level.
 
     Args:
         unit_levels: reconstruction levels in grid units (any order; must be distinct, finite).
@@ -152,7 +152,7 @@ class GridQuantizer:
         self._magnitude_tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __repr__(self) -> str:
-        return f"GridQuantizer(name={self.name!r}, n_levels={self.n_levels}, scale={self.scale:g})"
+        return f"FixedGrid(name={self.name!r}, n_levels={self.n_levels}, scale={self.scale:g})"
 
     @property
     def n_levels(self) -> int:
@@ -284,17 +284,17 @@ def fp_grid(
     special: str = "ieee",
     scale: float = 1.0,
     name: str | None = None,
-) -> GridQuantizer:
+) -> FixedGrid:
     """Quantizer on the finite values of a minifloat format (see :func:`fp_levels`)."""
     params = {"scale": float(scale)} if name is not None else None
-    return GridQuantizer(
+    return FixedGrid(
         fp_levels(exp_bits, man_bits, bias, special=special), scale=scale, name=name, params=params
     )
 
 
-def uniform_grid(bits: int, max_abs: float) -> GridQuantizer:
+def uniform_grid(bits: int, max_abs: float) -> FixedGrid:
     """Symmetric uniform quantizer with ``2**bits`` levels on ``[-max_abs, max_abs]``."""
-    return GridQuantizer(
+    return FixedGrid(
         uniform_levels(bits, max_abs),
         name="uniform",
         params={"bits": int(bits), "max_abs": float(max_abs)},
@@ -303,8 +303,8 @@ def uniform_grid(bits: int, max_abs: float) -> GridQuantizer:
 
 def _fp_factory(
     exp_bits: int, man_bits: int, bias: int, special: str, name: str
-) -> Callable[..., GridQuantizer]:
-    def make(scale: float = 1.0) -> GridQuantizer:
+) -> Callable[..., FixedGrid]:
+    def make(scale: float = 1.0) -> FixedGrid:
         return fp_grid(exp_bits, man_bits, bias, special=special, scale=scale, name=name)
 
     make.__doc__ = (
@@ -319,7 +319,7 @@ def _fp_factory(
 #: ``fp8_e4m3``: 253 values, max 448 (all exponents finite, only S.1111.111 is NaN,
 #: = torch float8_e4m3fn); ``fp4_e2m1``: 15 values {0, .5, 1, 1.5, 2, 3, 4, 6} and negatives;
 #: ``uniform``: ``uniform_grid(bits, max_abs)``.
-GRIDS: dict[str, Callable[..., GridQuantizer]] = {
+GRIDS: dict[str, Callable[..., FixedGrid]] = {
     "fp8_e5m2": _fp_factory(5, 2, 15, "ieee", "fp8_e5m2"),
     "fp8_e4m3": _fp_factory(4, 3, 7, "fn", "fp8_e4m3"),
     "fp4_e2m1": _fp_factory(2, 1, 1, "none", "fp4_e2m1"),
@@ -356,7 +356,7 @@ def amax_exponent(amax: float, unit_max: float) -> int:
     return k
 
 
-def get_grid(name: str, **kw: Any) -> GridQuantizer:
+def get_grid(name: str, **kw: Any) -> FixedGrid:
     """Build a named grid: ``get_grid("fp8_e5m2")``, ``get_grid("uniform", bits=4, max_abs=.1)``.
 
     Example: FP8 E5M2 (247 signed levels) rounds 0.1 to 0.09375 and 1000 to 1024::

@@ -17,7 +17,7 @@ because the weight ``|g|^M`` does not depend on ``g_hat``. Each step does not in
 
 The law and its closed-form cell moments are in
 :mod:`gradcomp.quantization.symmetric_law`; the quantizer that applies a design is
-:class:`gradcomp.quantization.level_quantizer.LevelQuantizer`.
+:class:`gradcomp.quantization.nearest_level.NearestLevels`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from gradcomp.distributions.fitting import FAMILIES
-from gradcomp.quantization.level_quantizer import LevelQuantizer
 from gradcomp.quantization.lloyd_newton import newton_levels
+from gradcomp.quantization.nearest_level import NearestLevels
 from gradcomp.quantization.symmetric_law import (
     SymmetricLaw,
     _as_law,
@@ -66,8 +66,8 @@ class LloydResult:
     params: dict[str, Any] = field(default_factory=dict)
     M: float = 0.0
 
-    def quantizer(self) -> LevelQuantizer:
-        return LevelQuantizer(self.levels, self.thresholds)
+    def quantizer(self) -> NearestLevels:
+        return NearestLevels(self.levels, self.thresholds)
 
 
 def conditional_weighted_density(unit: SymmetricLaw, M: float, t: float, log_mass: float):

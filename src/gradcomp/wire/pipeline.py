@@ -96,7 +96,7 @@ def _write_tensor(quantizer: ValueQuantizer, p, numel: int) -> bytes:
 
 
 def encode_pipeline(pipeline: Any, payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:
-    """The bytes of a :class:`~gradcomp.compression.update_compression.QuantizerPipeline`'s
+    """The bytes of a :class:`~gradcomp.compression.update_compression.PipelineCompressor`'s
     payload (see the module doc)."""
     quantizer = pipeline.quantize.quantizer
     if not isinstance(quantizer, ValueQuantizer):

@@ -43,7 +43,7 @@ from gradcomp.compression.count_sketch import CountSketch
 from gradcomp.compression.powersgd import LowRank, PowerSGD
 from gradcomp.compression.specs import MAX_SEED, CheckedSpec, check_spec, user_seed
 from gradcomp.compression.tensor_compression import TensorCtx, TensorPayload
-from gradcomp.compression.update_compression import QuantizerPipeline
+from gradcomp.compression.update_compression import PipelineCompressor
 from gradcomp.wire.low_rank import LowRankReceiver, encode_low_rank
 from gradcomp.wire.pipeline import PipelineReceiver, encode_pipeline
 from gradcomp.wire.records import (
@@ -81,7 +81,7 @@ __all__ = [
 #: payload, ctx) -> bytes``), and a ``compressor`` kind -> its receiver's constructor
 #: (``(spec, layout, *, rnd)``; a ``quantizer`` kind's is :class:`PipelineReceiver`).
 ENCODERS: dict[type, Callable[[Any, Any, Any], bytes]] = {
-    QuantizerPipeline: encode_pipeline,
+    PipelineCompressor: encode_pipeline,
     PowerSGD: encode_low_rank,
     CountSketch: encode_sketches,
 }
@@ -123,14 +123,14 @@ def _check_payload(compressor: Any, payload: Any, ctx: Any) -> None:
         if not isinstance(value, Mapping):
             raise PayloadError(argument, f"{kind}.compress returns a mapping, got {value!r:.80}")
     same = list(payload) == list(ctx)
-    if isinstance(compressor, (PowerSGD, QuantizerPipeline)) and not same:
+    if isinstance(compressor, (PowerSGD, PipelineCompressor)) and not same:
         raise PayloadError("ctx", f"names {list(ctx)} are not the payload's {list(payload)}")
     if isinstance(compressor, PowerSGD):
         wrong = [n for n, p in payload.items() if not isinstance(p, LowRank)]
         if wrong:
             raise PayloadError("payload", f"{wrong[0]!r} is not PowerSGD's (a LowRank)")
         return
-    if isinstance(compressor, QuantizerPipeline):
+    if isinstance(compressor, PipelineCompressor):
         for name, p in payload.items():
             if not isinstance(p, TensorPayload) or not isinstance(ctx[name], TensorCtx):
                 raise PayloadError("payload", f"{name!r} is not a quantizer pipeline's")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from gradcomp.quantization.grids import GridQuantizer, get_grid
-from gradcomp.quantization.level_quantizer import LevelQuantizer, nearest_index
+from gradcomp.quantization.grids import FixedGrid, get_grid
+from gradcomp.quantization.nearest_level import NearestLevels, nearest_index
 
 
 def brute_nearest(levels: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -42,12 +42,12 @@ LEVEL_SETS = [
 
 
 @pytest.mark.parametrize("levels", LEVEL_SETS)
-def test_level_quantizer_is_the_brute_force_nearest_level(levels: np.ndarray) -> None:
-    """Planted bug: ties sent to the lower level everywhere (the old LevelQuantizer rule),
+def test_nearest_levels_is_the_brute_force_nearest_level(levels: np.ndarray) -> None:
+    """Planted bug: ties sent to the lower level everywhere (the old NearestLevels rule),
     which fails on every negative midpoint; or numpy and torch paths that differ."""
     x = cases(levels)
     want = brute_nearest(levels, x)
-    q = LevelQuantizer.from_levels(levels)
+    q = NearestLevels.from_levels(levels)
     idx, val = q.quantize(x)
     np.testing.assert_array_equal(idx, want)
     np.testing.assert_array_equal(val, levels[want])
@@ -60,7 +60,7 @@ def test_level_quantizer_is_the_brute_force_nearest_level(levels: np.ndarray) ->
 def test_grid_quantizer_is_the_brute_force_nearest_level(levels: np.ndarray) -> None:
     """Planted bug: the grid's own tie rule drifting from the level quantizer's."""
     x = cases(levels)
-    symbols, n_sat = GridQuantizer(levels).encode(x)
+    symbols, n_sat = FixedGrid(levels).encode(x)
     np.testing.assert_array_equal(symbols, brute_nearest(levels, x))
     assert n_sat == np.count_nonzero((x < levels[0]) | (x > levels[-1]))
 

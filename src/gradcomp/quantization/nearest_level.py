@@ -1,8 +1,8 @@
-"""The runtime nearest-level quantizer: sorted levels and thresholds, one tie rule.
+"""Nearest-level rounding: sorted levels and thresholds, one tie rule.
 
 :func:`nearest_index` is the one place where a value meets its level, for numpy arrays and
-torch tensors alike; :class:`LevelQuantizer` (the value quantizers of paper Y) and
-:class:`gradcomp.quantization.grids.GridQuantizer` (paper L's fixed grids) both use it.
+torch tensors alike; :class:`NearestLevels` (the value quantizers of paper Y) and
+:class:`gradcomp.quantization.grids.FixedGrid` (paper L's fixed grids) both use it.
 
 Tie rule: a value exactly on a threshold goes to the level nearer zero, i.e. to the upper
 cell when the threshold is negative and to the lower cell when it is zero or positive. With
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LevelQuantizer", "nearest_index"]
+__all__ = ["NearestLevels", "nearest_index"]
 
 
 def _is_torch(x) -> bool:
@@ -51,8 +51,8 @@ def nearest_index(thresholds, x):
 
 
 @dataclass(frozen=True)
-class LevelQuantizer:
-    """Scalar quantizer with sorted ``levels`` (L,) and ``thresholds`` (L-1,).
+class NearestLevels:
+    """Nearest-level rounding with sorted ``levels`` (L,) and ``thresholds`` (L-1,).
 
     An input ``x`` maps to index ``k`` such that ``thresholds[k-1] < x < thresholds[k]``;
     on a threshold, the tie rule of :func:`nearest_index` (towards zero).
@@ -70,7 +70,7 @@ class LevelQuantizer:
         object.__setattr__(self, "thresholds", thresholds)
 
     @classmethod
-    def from_levels(cls, levels) -> LevelQuantizer:
+    def from_levels(cls, levels) -> NearestLevels:
         """Nearest-level quantizer (thresholds at midpoints); levels are sorted."""
         levels = np.sort(np.asarray(levels, dtype=np.float64))
         return cls(levels, 0.5 * (levels[:-1] + levels[1:]))
