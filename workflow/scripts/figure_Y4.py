@@ -6,15 +6,11 @@ from gradcomp.reporting import figure_source_label
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log_to_file(sm.log[0])
-run = sm.params.run
 figure_y4(
     sm.input.snapshot,
     sm.output.png,
-    tensors=list(run["tensors"]),
+    run=sm.params.run,
     bins=sm.params.bins,
     model=sm.wildcards.model,
-    spec=run["spec"],
-    rate=run["rate"],
-    M=run["M"],
     source=figure_source_label(sm.input.summary),
 )

@@ -42,22 +42,21 @@ def figure_y4(
     snapshot: str | Path,
     png: str | Path,
     *,
-    tensors: Sequence[str],
+    run: Mapping[str, Any],
     bins: int,
     model: str,
-    spec: Mapping[str, Any],
-    rate: int,
-    M: int,
     source: str = "",
 ) -> None:
-    """Y4: update entries before and after compression for ``tensors`` (user 0, last round;
-    the first :data:`gradcomp.plotting.facets.MAX_PANELS`), stacked full-width panels.
+    """Y4: update entries before and after compression for ``run["tensors"]`` (user 0, last
+    round; the first :data:`gradcomp.plotting.facets.MAX_PANELS`), stacked full-width panels.
 
-    "before" shows the entries the compressor kept (its sparsifier's selection), "after"
-    their reconstructions; the title names ``model``, the compressor's variant (``spec``
-    at ``rate`` and ``M``, :func:`gradcomp.names.variant`) and ``source`` (the data line).
-    Raises ValueError naming a tensor the snapshot does not hold.
+    ``run``: the run the snapshot is of (``tensors``, and its variant: ``spec``, ``rate``,
+    ``M``). "before" shows the entries the compressor kept (its sparsifier's selection),
+    "after" their reconstructions; the title names ``model``, the variant
+    (:func:`gradcomp.names.variant`) and ``source`` (the data line). Raises ValueError naming
+    a tensor the snapshot does not hold.
     """
+    tensors: Sequence[str] = list(run["tensors"])
     snap = read_snapshot(snapshot)
     missing = [n for n in tensors if n not in snap["before"]]
     if missing:
@@ -73,7 +72,9 @@ def figure_y4(
         kept = snap["kept"][name].numpy().ravel()
         entries[name] = (snap["before"][name].double().numpy().ravel()[kept],
                          snap["after"][name].double().numpy().ravel()[kept])  # fmt: skip
-    shown = f"user 0's update at the last round, {names.variant(spec, rate, M)}"
+    shown = (
+        f"user 0's update at the last round, {names.variant(run['spec'], run['rate'], run['M'])}"
+    )
     draw_y4(entries, png, bins=bins, title=question_title("Y4", model, shown, source))
 
 
