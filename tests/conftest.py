@@ -153,7 +153,10 @@ def build_shared_run(work: Path) -> None:
     tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=40)
     write_user_modules(work)
     (work / "tiny.yaml").write_text(yaml.safe_dump(shared_config(tree)))
-    run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=SHARED_TARGETS)
+    # 60 jobs: about as long as the paper smoke on a busy machine, hence its timeout
+    run_snakemake(
+        work, "--cores", "2", "--configfile", "tiny.yaml", targets=SHARED_TARGETS, timeout=3000
+    )
 
 
 @pytest.fixture(scope="session")
@@ -161,7 +164,11 @@ def shared_run(tmp_path_factory) -> Path:
     """The folder of one workflow run (shared_config, SHARED_TARGETS) that the workflow-level
     tests read: built once per pytest run. Under xdist every worker's temporary folder sits in
     one folder per run; the first worker to ask builds it there under a file lock, the other
-    waits and reads it (a failed build is not repeated: its error is raised again)."""
+    waits and reads it (a failed build is not repeated: its error is raised again).
+    GRADCOMP_SHARED_RUN=<folder> reads a finished run there instead (build_shared_run's),
+    to rerun the checks without the build."""
+    if os.environ.get("GRADCOMP_SHARED_RUN"):
+        return Path(os.environ["GRADCOMP_SHARED_RUN"])
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # shared by this run's workers, and by no other run
@@ -176,6 +183,30 @@ def shared_run(tmp_path_factory) -> Path:
                 failed.write_text(f"the shared run failed: {err}")
                 raise
     return work
+
+
+def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
+    """Rule names of the jobs a dry run lists (its "Job stats" table)."""
+    text = proc.stdout + proc.stderr
+    table = text[text.index("Job stats:") :].splitlines()[3:]
+    rules = set()
+    for line in table:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        rules.add(parts[0])
+    return rules
+
+
+def planned_wildcards(proc: subprocess.CompletedProcess, rule: str) -> list[dict[str, str]]:
+    """The wildcards of every job of ``rule`` that a dry run lists."""
+    jobs = (proc.stdout + proc.stderr).split(f"rule {rule}:")[1:]
+    out = []
+    for job in jobs:
+        line = next(x for x in job.splitlines() if x.strip().startswith("wildcards:"))
+        pairs = line.split("wildcards:", 1)[1].split(",")
+        out.append(dict(p.strip().split("=", 1) for p in pairs))
+    return out
 
 
 def doc_blocks(page: str, language: str = r"\w+") -> list[str]:

@@ -20,6 +20,8 @@ from conftest import (
     SNAKEMAKE,
     TINY_CONFIG,
     assert_drawn_figure,
+    planned_rules,
+    planned_wildcards,
     run_snakemake,
     write_imagefolder_tree,
 )
@@ -188,19 +190,6 @@ def test_rerun_with_nothing_changed_does_nothing(tiny_workdir: Path) -> None:
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
-def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
-    """Rule names of the jobs a dry run lists (its "Job stats" table)."""
-    text = proc.stdout + proc.stderr
-    table = text[text.index("Job stats:") :].splitlines()[3:]
-    rules = set()
-    for line in table:
-        parts = line.split()
-        if len(parts) != 2 or parts[0] == "total":
-            break
-        rules.add(parts[0])
-    return rules
-
-
 FIGURE_RULES = {
     "all", "figure_L1", "figure_L2", "figure_L3", "figure_L4", "figure_L5", "figures_Y1_Y3",
     "figure_Y4", "figure_Y5", "figure_Y6", "table_T1", "table_T2", "table_T3", "table_T4",
@@ -311,17 +300,6 @@ def test_bad_config_stops_before_any_job(tiny_workdir: Path) -> None:
     proc = tiny(tiny_workdir, "--config", "device=tpu", check=False)
     assert proc.returncode != 0
     assert "config key 'device'" in proc.stderr + proc.stdout
-
-
-def planned_wildcards(proc: subprocess.CompletedProcess, rule: str) -> list[dict[str, str]]:
-    """The wildcards of every job of ``rule`` that a dry run lists."""
-    jobs = (proc.stdout + proc.stderr).split(f"rule {rule}:")[1:]
-    out = []
-    for job in jobs:
-        line = next(x for x in job.splitlines() if x.strip().startswith("wildcards:"))
-        pairs = line.split("wildcards:", 1)[1].split(",")
-        out.append(dict(p.strip().split("=", 1) for p in pairs))
-    return out
 
 
 def test_m22_config_plans_the_follow_ups_study(tmp_path: Path) -> None:
