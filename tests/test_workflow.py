@@ -133,6 +133,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
         "dense/R32_M0",
         "gennorm/R2_M0",
         "gennorm/R2_M2",
+        "mine/R3_M0",  # no full runs: the shared run's target (conftest.SHARED_TARGETS)
         "none/R32_M0",
         "uniform/R2_M0",
         "uniform/R3_M0",
