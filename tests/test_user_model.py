@@ -88,6 +88,7 @@ def test_the_documented_model_trains_through_the_workflow(shared_run: Path) -> N
     assert set(table["model"]) == {"wide"} and table["test_acc"].notna().all()
 
 
+@pytest.mark.slow  # a Snakemake plan of the default study: 14 s of the fast tier's 60
 def test_the_console_script_finds_a_model_in_the_folder_it_runs_in(tmp_path: Path) -> None:
     """``snakemake`` (the console script, as the README runs it, whose sys.path does not hold
     the working folder as ``python -m snakemake``'s does) plans the default study with the
