@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 import re
@@ -12,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
+from filelock import FileLock
 
 from gradcomp.data import CLASSES, Cifar10
 
@@ -20,7 +23,9 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
 
 # The longest test files (minutes each; tests/*.py durations in the CI log) go first, so that
 # with `pytest -n 2 --dist loadfile` they start on separate workers and the short files fill
-# in beside them. In a serial run the order changes nothing else.
+# in beside them: the paper smoke on one, SLURM (skipped unless opted in) and test_workflow,
+# which builds the shared run (shared_run), on the other. In a serial run the order changes
+# nothing else.
 LONGEST_FIRST = ("test_paper_smoke.py", "test_slurm.py", "test_workflow.py")
 
 
@@ -95,6 +100,113 @@ def run_snakemake(
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
+
+
+def shared_config(tree: Path) -> dict:
+    """TINY_CONFIG on the image folder ``tree``, plus what the other workflow-level tests need
+    of one run: docs/extending.md's model ``wide`` (paper L's runs beside the mlp's, with
+    fc2.weight alone dumped, so that its training job streams the coding; paper Y's study
+    on it alone, as that page's config file has it), that page's compressor ``mine`` (in the
+    one-round study, no full runs: SHARED_TARGETS names one) and docs/coders.md's own coder
+    beside every built-in."""
+    from gradcomp.coding.registry import coder_specs
+
+    config = copy.deepcopy(TINY_CONFIG)
+    user = yaml.safe_load(next(b for b in doc_blocks("extending.md") if b.startswith("# mine")))
+    more = yaml.safe_load(doc_blocks("extending.md", "yaml")[0])["lossy"]["more_compressors"]
+    documented = yaml.safe_load(doc_blocks("coders.md", "yaml")[0])["lossless"]["coding"]
+    lossless, lossy = config["lossless"], config["lossy"]
+    config["cifar10"] = str(tree)
+    config["user_models"] = user["user_models"]
+    lossless["models"] = ["mlp", *user["lossless"]["models"]]
+    lossless["dump_tensors"] = {"wide": ["fc2.weight"]}
+    lossy["models"] = user["lossy"]["models"]
+    lossy["distortion_study"]["tensor"] = user["lossy"]["distortion_study"]["tensor"]
+    config["figures"]["y4"] = user["figures"]["y4"]
+    families = lossless.get("coding", {}).get("families", ("gennorm", "norm", "laplace"))
+    builtin = [spec.name for spec in coder_specs(None, families)]
+    own = [c for c in documented["coders"] if not isinstance(c, str)]
+    lossless["coding"] = {"coders": [*builtin, *own]}
+    lossy["full_runs"] = [c["name"] for c in lossy["compressors"]]  # the tiny ones only
+    lossy["compressors"] = [*lossy["compressors"], *more]
+    return config
+
+
+SHARED_TARGETS = (
+    "all",
+    "results/lossy/wide/mine/R3_M0/seed0/uplink.tsv",  # a full run of the user compressor
+)
+
+
+def write_user_modules(work: Path) -> None:
+    """docs/extending.md's model and compressor, docs/coders.md's coder, as the docs give
+    them, into ``work`` (the workflow's folder puts them on its path)."""
+    (work / "mymodels.py").write_text(
+        next(b for b in doc_blocks("extending.md") if b.startswith("# mymodels.py"))
+    )
+    (work / "mycompressors.py").write_text(doc_blocks("extending.md", "python")[0])
+    (work / "mycoders.py").write_text(doc_blocks("coders.md", "python")[0])
+
+
+def build_shared_run(work: Path) -> None:
+    work.mkdir(parents=True)
+    tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=40)
+    write_user_modules(work)
+    (work / "tiny.yaml").write_text(yaml.safe_dump(shared_config(tree)))
+    # 60 jobs: about as long as the paper smoke on a busy machine, hence its timeout
+    run_snakemake(
+        work, "--cores", "2", "--configfile", "tiny.yaml", targets=SHARED_TARGETS, timeout=3000
+    )
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory) -> Path:
+    """The folder of one workflow run (shared_config, SHARED_TARGETS) that the workflow-level
+    tests read: built once per pytest run. Under xdist every worker's temporary folder sits in
+    one folder per run; the first worker to ask builds it there under a file lock, the other
+    waits and reads it (a failed build is not repeated: its error is raised again).
+    GRADCOMP_SHARED_RUN=<folder> reads a finished run there instead (build_shared_run's),
+    to rerun the checks without the build."""
+    if os.environ.get("GRADCOMP_SHARED_RUN"):
+        return Path(os.environ["GRADCOMP_SHARED_RUN"])
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # shared by this run's workers, and by no other run
+    work, failed = base / "shared_run", base / "shared_run.failed"
+    with FileLock(str(base / "shared_run.lock")):
+        if failed.exists():
+            raise AssertionError(failed.read_text())
+        if not work.exists():
+            try:
+                build_shared_run(work)
+            except Exception as err:
+                failed.write_text(f"the shared run failed: {err}")
+                raise
+    return work
+
+
+def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
+    """Rule names of the jobs a dry run lists (its "Job stats" table)."""
+    text = proc.stdout + proc.stderr
+    table = text[text.index("Job stats:") :].splitlines()[3:]
+    rules = set()
+    for line in table:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        rules.add(parts[0])
+    return rules
+
+
+def planned_wildcards(proc: subprocess.CompletedProcess, rule: str) -> list[dict[str, str]]:
+    """The wildcards of every job of ``rule`` that a dry run lists."""
+    jobs = (proc.stdout + proc.stderr).split(f"rule {rule}:")[1:]
+    out = []
+    for job in jobs:
+        line = next(x for x in job.splitlines() if x.strip().startswith("wildcards:"))
+        pairs = line.split("wildcards:", 1)[1].split(",")
+        out.append(dict(p.strip().split("=", 1) for p in pairs))
+    return out
 
 
 def doc_blocks(page: str, language: str = r"\w+") -> list[str]:

@@ -199,10 +199,14 @@ def test_stream_auto_is_on_when_dumps_are_restricted(stream, patterns, expected)
     assert streams(lossless, "cnn") is expected
 
 
+# docs/extending.md's model: fc1.weight 64 x 3072, fc2.weight 10 x 64
+WIDE_SIZES = {"fc1.weight": 64 * 3 * 32 * 32, "fc2.weight": 10 * 64}
+
+
 @pytest.mark.slow
-def test_workflow_with_one_dumped_tensor_codes_the_whole_model(tmp_path: Path) -> None:
-    """The tiny config with lossless.dump_tensors = {mlp: [fc2.weight]} (stream: auto,
-    the default sample: every coder's stream for the first tensor of epoch 1): the
+def test_workflow_with_one_dumped_tensor_codes_the_whole_model(shared_run: Path) -> None:
+    """The shared run's model ``wide`` has lossless.dump_tensors = [fc2.weight] (stream:
+    auto, the default sample: every coder's stream for the first tensor of epoch 1): the
     training job writes coded_all.tsv with every tensor, code_lossless's coding.tsv (and
     so T1 and L5) covers both weight tensors of every epoch with the coders that follow
     from the counts, and fc1.weight of epoch 1 with every coder; its fc2.weight rows
@@ -211,17 +215,8 @@ def test_workflow_with_one_dumped_tensor_codes_the_whole_model(tmp_path: Path) -
     Planted bugs that fail it: the train rule not passing the stream settings (coded_all
     empty), code_lossless not reading coded_all.tsv (coding.tsv without fc1.weight), or
     the sample ignored (every coder on every tensor)."""
-    import yaml
-
-    from conftest import TINY_CONFIG, run_snakemake, write_imagefolder_tree
-
-    tree = write_imagefolder_tree(tmp_path / "cifar", n_train=100, n_test=40)
-    lossless = {**TINY_CONFIG["lossless"], "runs": 1, "dump_tensors": {"mlp": ["fc2.weight"]}}
-    config = {**TINY_CONFIG, "cifar10": str(tree), "lossless": lossless}
-    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config))
-    targets = ("results/tables/T1.tsv", "results/figures/L5_mlp.png")
-    run_snakemake(tmp_path, "--cores", "1", "--configfile", "tiny.yaml", targets=targets)
-    run = tmp_path / "results/lossless/mlp/run0"
+    fc1, fc2 = WIDE_SIZES["fc1.weight"], WIDE_SIZES["fc2.weight"]
+    run = shared_run / "results/lossless/wide/run0"
     assert read_dump(run / "grads/epoch1.safetensors").names == ["fc2.weight"]
     streamed = pd.read_csv(run / "coded_all.tsv", sep="\t")
     coding = pd.read_csv(run / "coding.tsv", sep="\t")
@@ -233,22 +228,24 @@ def test_workflow_with_one_dumped_tensor_codes_the_whole_model(tmp_path: Path) -
         exact_rows = table[table["accounting"] == "exact"]
         entries = exact_rows.groupby(["coder"])["numel"].sum() / 2  # 2 scalings
         everywhere = entries[entries.index.isin(counted)]
-        assert (everywhere == 2 * (98304 + 320)).all()
+        assert (everywhere == 2 * (fc1 + fc2)).all()
         sampled = entries[~entries.index.isin(counted)]
-        assert (sampled == 98304 + fc2_stream_epochs * 320).all() and len(sampled) > 5
+        assert (sampled == fc1 + fc2_stream_epochs * fc2).all() and len(sampled) > 5
     # fc2.weight: the streamed rows (from its counts) against the dump's (its streams)
-    fc2 = streamed[streamed["tensor"] == "fc2.weight"].merge(
+    fc2_rows = streamed[streamed["tensor"] == "fc2.weight"].merge(
         coding[coding["tensor"] == "fc2.weight"], on=KEY, suffixes=("", "_dump")
     )
     # 2 epochs x 2 scalings, exact rows of every counted coder, slip rows of all but fp8
-    assert len(fc2) == 2 * 2 * (2 * len(counted) - 1) and set(fc2["length"]) == {"counts"}
-    exact = ~fc2["coder"].str.startswith("ans_")
+    assert len(fc2_rows) == 2 * 2 * (2 * len(counted) - 1)
+    assert set(fc2_rows["length"]) == {"counts"}
+    exact = ~fc2_rows["coder"].str.startswith("ans_")
     for column in ("payload_bits", "side_bits", "n_nonzero", "n_saturated", "zero_share"):
-        assert (fc2.loc[exact, column] == fc2.loc[exact, f"{column}_dump"]).all(), column
-    assert ((fc2["payload_bits"] - fc2["payload_bits_dump"]).abs() <= 64).all()
-    t1 = pd.read_csv(tmp_path / "results/tables/T1.tsv", sep="\t")
-    assert set(t1["coder"]) == set(coding["coder"]) and (t1["runs"] == 1).all()
-    assert (tmp_path / "results/figures/L5_mlp.png").stat().st_size > 10_000
+        assert (fc2_rows.loc[exact, column] == fc2_rows.loc[exact, f"{column}_dump"]).all(), column
+    assert ((fc2_rows["payload_bits"] - fc2_rows["payload_bits_dump"]).abs() <= 64).all()
+    t1 = pd.read_csv(shared_run / "results/tables/T1.tsv", sep="\t")
+    t1 = t1[t1["model"] == "wide"]
+    assert set(t1["coder"]) == set(coding["coder"]) and (t1["runs"] == 2).all()
+    assert (shared_run / "results/figures/L5_wide.png").stat().st_size > 10_000
 
 
 WORKER_SCRIPT = """

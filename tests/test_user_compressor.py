@@ -1,5 +1,5 @@
 """A user's own compressor class: config checks, and the example of ``docs/extending.md`` run
-through the workflow on the tiny config (the test runs the code that page shows)."""
+through the workflow (the shared run; the test runs the code that page shows)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import TINY_CONFIG, doc_blocks, run_snakemake, write_imagefolder_tree
+from conftest import doc_blocks, run_snakemake
 from gradcomp.compression import build_compressor
 from gradcomp.study.config import ConfigError
 from gradcomp.study.lossy import compressor_variants
@@ -104,9 +104,10 @@ def test_docs_example_is_decoded_from_its_bytes_and_without_them_self_reported(u
 
 
 @pytest.mark.slow
-def test_docs_example_runs_through_the_workflow(tmp_path: Path):
+def test_docs_example_runs_through_the_workflow(shared_run: Path, tmp_path: Path):
     work = tmp_path / "wf"
-    tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=20)  # 60 users + 30 pool
+    work.mkdir()
+    tree = shared_run / "cifar"  # the shared run's image folder (60 users + 30 pool), read only
     (work / "mycompressors.py").write_text(doc_block("python"))  # importable from the workdir
     (work / "mine.yaml").write_text(doc_block("yaml"))
     # the documented config file as given, on the default study (its data subsets cut to
@@ -117,22 +118,13 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
                          f"cifar10={tree}", "data={train_subset: 60, test_subset: 20, "
                          "pretrain_subset: 30}")  # fmt: skip
     assert "one_round_study" in plan.stdout + plan.stderr
+    # the shared run has the documented entries (conftest.shared_config) and ran one variant
     compressors = yaml.safe_load(doc_block("yaml"))["lossy"]["more_compressors"]
-    reference = {"name": "none", "quantizer": "none"}  # the one-round study's trajectory
-    study = {**TINY_CONFIG["lossy"]["distortion_study"], "compressor": "mine", "rate": 3, "M": 0}
-    lossy = {
-        **TINY_CONFIG["lossy"],
-        "compressors": [reference, *compressors],
-        "seeds": [0],
-        "distortion_study": study,
-        "baseline": "mine",
-        "verdicts": {"questions": []},  # the tiny config's question names other curves
-    }
-    config = {**TINY_CONFIG, "cifar10": str(tree), "lossy": lossy}
-    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
-    run = "results/lossy/mlp/mine/R3_M0/seed0/uplink.tsv"  # one of the entry's runs
-    run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=[run])
-    uplink = pd.read_csv(work / run, sep="\t")
+    config = yaml.safe_load((shared_run / "tiny.yaml").read_text())
+    entries = config["lossy"]["compressors"]
+    assert all(entry in entries for entry in compressors)
+    run = "results/lossy/wide/mine/R3_M0/seed0/uplink.tsv"  # one of the entry's runs
+    uplink = pd.read_csv(shared_run / run, sep="\t")
     # the class's own accounting: 3 bits per entry plus one 32-bit scale per tensor; the
     # bits sent: its bytes, the same plus each of its 4 tensors padded to a byte
     assert (uplink["bits_accounted"] == 3 * uplink["n_entries"] + 32 * 4).all()
@@ -141,12 +133,10 @@ def test_docs_example_runs_through_the_workflow(tmp_path: Path):
     padding = uplink["bits_coded"] - uplink["bits_accounted"]
     assert ((padding >= 0) & (padding <= 7 * 4)).all()
 
-    lossy["compressors"] = [
-        reference,
-        {"name": "mine", "class": "mycompressors:Nope", "rates": [3]},
-    ]
+    index = next(i for i, e in enumerate(entries) if e["name"] == "mine")
+    entries[index] = {**entries[index], "class": "mycompressors:Nope"}
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     proc = run_snakemake(work, "-n", "--cores", "1", "--configfile", "tiny.yaml", check=False)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "config key 'lossy.compressors.1.class'" in out
+    assert proc.returncode != 0 and f"config key 'lossy.compressors.{index}.class'" in out
     assert "has no class 'Nope'" in out

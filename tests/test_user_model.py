@@ -1,5 +1,5 @@
 """A user's model from outside src/ (config ``user_models``): refused by name when it cannot
-be built, and through the workflow on a tiny config, a lossless run and a federated run
+be built, and through the workflow (the shared run), a lossless run and a federated run
 train it (docs/extending.md's example, run as given)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, TINY_CONFIG, doc_blocks, run_snakemake, write_imagefolder_tree
+from conftest import REPO, TINY_CONFIG, doc_blocks, write_imagefolder_tree
 from gradcomp.errors import ConfigError
 from gradcomp.study import load_study
 
@@ -69,30 +69,26 @@ def test_a_user_model_builds_like_a_built_in(user_module) -> None:
 
 
 @pytest.mark.slow
-def test_the_documented_model_trains_through_the_workflow(tmp_path: Path) -> None:
-    work = tmp_path / "wf"
-    tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=20)
-    (work / "mymodels.py").write_text(doc_block("mymodels.py"))  # importable from the workdir
-    user = yaml.safe_load(doc_block("mine.yaml"))
-    config = yaml.safe_load(yaml.safe_dump(TINY_CONFIG))
-    config["cifar10"] = str(tree)
-    config["user_models"] = user["user_models"]
-    config["lossless"]["models"] = user["lossless"]["models"]
-    config["lossless"]["runs"] = 1
-    config["lossy"]["models"] = user["lossy"]["models"]
-    config["lossy"]["warm_start"] = None
-    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
-    dumps = "results/lossless/wide/run0/grads/epoch2.safetensors"
-    rounds = "results/lossy/wide/uniform/R2_M0/seed0/rounds.tsv"
-    run_snakemake(work, "--cores", "2", "--configfile", "tiny.yaml", targets=[dumps, rounds])
+def test_the_documented_model_trains_through_the_workflow(shared_run: Path) -> None:
+    """The shared run takes the documented model and config file's keys (conftest's
+    shared_config): a lossless run and a federated run train ``wide``, the page's class (its
+    width: 64 hidden units, the mlp's 32)."""
     from gradcomp.lossless.dumps import read_dump
 
-    dump = read_dump(work / dumps)
-    assert dump.tensors["epoch_avg"]["fc1.weight"].shape == (64, 3 * 32 * 32)  # its width
-    table = pd.read_csv(work / rounds, sep="\t")
+    user = yaml.safe_load(doc_block("mine.yaml"))
+    config = yaml.safe_load((shared_run / "tiny.yaml").read_text())
+    assert config["user_models"] == user["user_models"]
+    assert set(user["lossless"]["models"]) <= set(config["lossless"]["models"])
+    assert config["lossy"]["models"] == user["lossy"]["models"]
+    # the shared run dumps fc2.weight alone of this model (tests/test_stream.py's case)
+    dump = read_dump(shared_run / "results/lossless/wide/run0/grads/epoch2.safetensors")
+    assert dump.tensors["epoch_avg"]["fc2.weight"].shape == (10, 64)  # its width
+    rounds = shared_run / "results/lossy/wide/uniform/R2_M0/seed0/rounds.tsv"
+    table = pd.read_csv(rounds, sep="\t")
     assert set(table["model"]) == {"wide"} and table["test_acc"].notna().all()
 
 
+@pytest.mark.slow  # a Snakemake plan of the default study: 14 s of the fast tier's 60
 def test_the_console_script_finds_a_model_in_the_folder_it_runs_in(tmp_path: Path) -> None:
     """``snakemake`` (the console script, as the README runs it, whose sys.path does not hold
     the working folder as ``python -m snakemake``'s does) plans the default study with the

@@ -1,9 +1,12 @@
-"""End-to-end: the Snakemake workflow on a tiny config (tiny data made here)."""
+"""End-to-end: the Snakemake workflow on a tiny config (tiny data made here): the run that the
+workflow-level tests share (conftest.shared_run: paper L on the mlp and docs/extending.md's
+model ``wide``, paper Y on ``wide``), dry runs from it, and small targeted runs."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -17,6 +20,8 @@ from conftest import (
     SNAKEMAKE,
     TINY_CONFIG,
     assert_drawn_figure,
+    planned_rules,
+    planned_wildcards,
     run_snakemake,
     write_imagefolder_tree,
 )
@@ -35,13 +40,15 @@ def tiny(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedP
 
 
 @pytest.fixture(scope="module")
-def tiny_workdir(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("wf")
-    tree = write_imagefolder_tree(work / "cifar", n_train=100, n_test=40)
-    config = {**TINY_CONFIG, "cifar10": str(tree)}
-    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
-    snakemake(work, "--cores", "2", "--configfile", "tiny.yaml")
-    return work
+def tiny_workdir(shared_run: Path) -> Path:
+    return shared_run
+
+
+def private_copy(work: Path, dest: Path) -> Path:
+    """``work`` (outputs, modification times and Snakemake's records) copied to ``dest``,
+    for a test that changes files: the shared run is read by other workers meanwhile."""
+    shutil.copytree(work, dest, symlinks=True)
+    return dest
 
 
 def test_train_rule_writes_dumps_and_logs(tiny_workdir: Path) -> None:
@@ -118,7 +125,7 @@ def test_coding_table_and_t1(tiny_workdir: Path) -> None:
 def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     import pandas as pd
 
-    base = tiny_workdir / "results/lossy/mlp"
+    base = tiny_workdir / "results/lossy/wide"
     runs = sorted(
         p.parent.parent.relative_to(base).as_posix() for p in base.glob("*/*/seed0/rounds.tsv")
     )
@@ -126,6 +133,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
         "dense/R32_M0",
         "gennorm/R2_M0",
         "gennorm/R2_M2",
+        "mine/R3_M0",  # no full runs: the shared run's target (conftest.SHARED_TARGETS)
         "none/R32_M0",
         "uniform/R2_M0",
         "uniform/R3_M0",
@@ -134,7 +142,7 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert rounds["round"].tolist() == [0, 1, 2]
     # the run's identity is in its rows, as its folder names it
     ident = rounds[["model", "compressor", "rate", "M", "seed"]].drop_duplicates()
-    assert ident.values.tolist() == [["mlp", "gennorm", 2, 2, 0]]
+    assert ident.values.tolist() == [["wide", "gennorm", 2, 2, 0]]
     uplink = pd.read_csv(base / "gennorm/R2_M2/seed0/uplink.tsv", sep="\t")
     assert len(uplink) == 4 and (uplink["bits_coded"] > 0).all()
     parts = ["position_bits", "side_bits", "raw_bits"]
@@ -149,22 +157,23 @@ def test_federated_runs_figures_and_t3(tiny_workdir: Path) -> None:
     assert none["bits_fixed"].sum() > uplink["bits_fixed"].sum()
     assert (none["position_bits"] > 0).all()  # top-K + float32: positions are charged
     for fig in ("Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7a", "Y8"):
-        assert_drawn_figure(tiny_workdir / f"results/figures/{fig}_mlp.png")
+        assert_drawn_figure(tiny_workdir / f"results/figures/{fig}_wide.png")
     for part in ("Y7b", "Y7c"):  # a part may hold no compressor of the tiny config: it says so
-        assert (tiny_workdir / f"results/figures/{part}_mlp.png").stat().st_size > 5_000
+        assert (tiny_workdir / f"results/figures/{part}_wide.png").stat().st_size > 5_000
     t3 = pd.read_csv(tiny_workdir / "results/tables/T3.tsv", sep="\t")
     assert len(t3) == 6 and t3["per_bit_acc_coded_mean"].notna().all()
-    # one job per warm start, its two nested seeds inside: seeds x rounds x variants
+    # one job per warm start, its two nested seeds inside: seeds x rounds x variants (the
+    # six with full runs and docs/extending.md's mine at rates 3 and 4)
     one_round = pd.read_csv(base / "one_round/ws0.tsv", sep="\t")
-    assert len(one_round) == 2 * 2 * 6 and set(one_round["seed"]) == {0, 1}
-    assert set(one_round["warm_start"]) == {0} and set(one_round["model"]) == {"mlp"}
+    assert len(one_round) == 2 * 2 * 8 and set(one_round["seed"]) == {0, 1}
+    assert set(one_round["warm_start"]) == {0} and set(one_round["model"]) == {"wide"}
     t4 = pd.read_csv(tiny_workdir / "results/tables/T4.tsv", sep="\t")
     # 2 warm starts x 2 seeds = 4 trajectories (not trajectories x rounds); 2 units
-    assert len(t4) == 6 and (t4["trajectories"] == 4).all() and (t4["units"] == 2).all()
+    assert len(t4) == 8 and (t4["trajectories"] == 4).all() and (t4["units"] == 2).all()
     assert (t4["design"] == "warm starts").all()
     assert {"test_loss_vs_uniform_p", "test_loss_vs_uniform_p_holm", "verdict"} <= set(t4.columns)
     t5 = pd.read_csv(tiny_workdir / "results/tables/T5.tsv", sep="\t")
-    assert set(t5["curve"]) == {"dense", "none", "gennorm"}
+    assert set(t5["curve"]) == {"dense", "none", "gennorm", "mine"}
     assert (t5["trajectories"] == 4).all()
     verdicts = pd.read_csv(tiny_workdir / "results/tables/verdicts.tsv", sep="\t")
     # the tiny config's curves share top-K 45.2%: auto matches on that kept set; one
@@ -182,19 +191,6 @@ def test_rerun_with_nothing_changed_does_nothing(tiny_workdir: Path) -> None:
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
-def planned_rules(proc: subprocess.CompletedProcess) -> set[str]:
-    """Rule names of the jobs a dry run lists (its "Job stats" table)."""
-    text = proc.stdout + proc.stderr
-    table = text[text.index("Job stats:") :].splitlines()[3:]
-    rules = set()
-    for line in table:
-        parts = line.split()
-        if len(parts) != 2 or parts[0] == "total":
-            break
-        rules.add(parts[0])
-    return rules
-
-
 FIGURE_RULES = {
     "all", "figure_L1", "figure_L2", "figure_L3", "figure_L4", "figure_L5", "figures_Y1_Y3",
     "figure_Y4", "figure_Y5", "figure_Y6", "table_T1", "table_T2", "table_T3", "table_T4",
@@ -205,15 +201,10 @@ FIGURE_RULES = {
 DERIVED_RULES = {"tensor_positions", "distortion_study"}
 
 
-def test_deleted_figures_rerun_only_plotting(tiny_workdir: Path) -> None:
-    figures = tiny_workdir / "results/figures"
-    aside = tiny_workdir / "figures-aside"
-    figures.rename(aside)
-    try:
-        proc = tiny(tiny_workdir, "-n")
-    finally:
-        aside.rename(figures)
-    rules = planned_rules(proc)
+def test_deleted_figures_rerun_only_plotting(tiny_workdir: Path, tmp_path: Path) -> None:
+    work = private_copy(tiny_workdir, tmp_path / "wf")
+    shutil.rmtree(work / "results/figures")
+    rules = planned_rules(tiny(work, "-n"))
     assert {"figure_L1", "figures_Y1_Y3", "figure_Y5"} <= rules
     assert rules <= FIGURE_RULES
 
@@ -247,8 +238,10 @@ def test_where_a_job_runs_is_no_rerun_trigger(tiny_workdir: Path, config: str) -
 def test_report_has_every_figure_and_table(tiny_workdir: Path) -> None:
     tiny(tiny_workdir, "--report", "report.zip")
     names = "\n".join(zipfile.ZipFile(tiny_workdir / "report.zip").namelist())
-    for item in "L1 L2 L3 L4 L5 L5b Y1 Y2 Y3 Y4 Y5 Y6 Y7a Y7b Y8".split():
-        assert f"{item}_mlp.png" in names
+    for item in "L1 L2 L3 L4 L5 L5b".split():
+        assert f"{item}_mlp.png" in names and f"{item}_wide.png" in names
+    for item in "Y1 Y2 Y3 Y4 Y5 Y6 Y7a Y7b Y8".split():
+        assert f"{item}_wide.png" in names
     for table in ("T1", "T2", "T3", "T4"):
         assert f"{table}.tsv" in names
     answers = (tiny_workdir / "results/tables/answers.md").read_text()
@@ -308,17 +301,6 @@ def test_bad_config_stops_before_any_job(tiny_workdir: Path) -> None:
     proc = tiny(tiny_workdir, "--config", "device=tpu", check=False)
     assert proc.returncode != 0
     assert "config key 'device'" in proc.stderr + proc.stdout
-
-
-def planned_wildcards(proc: subprocess.CompletedProcess, rule: str) -> list[dict[str, str]]:
-    """The wildcards of every job of ``rule`` that a dry run lists."""
-    jobs = (proc.stdout + proc.stderr).split(f"rule {rule}:")[1:]
-    out = []
-    for job in jobs:
-        line = next(x for x in job.splitlines() if x.strip().startswith("wildcards:"))
-        pairs = line.split("wildcards:", 1)[1].split(",")
-        out.append(dict(p.strip().split("=", 1) for p in pairs))
-    return out
 
 
 def test_m22_config_plans_the_follow_ups_study(tmp_path: Path) -> None:
