@@ -9,7 +9,7 @@ M-weighted distortion of :func:`gradcomp.compression.ecsq_law.ecsq_for_law` with
 that distortion, from a brute-force Lagrangian dynamic program over interval cells whose
 ends lie on a fine grid (about 3,000 edges), every cell scored on the continuous law with
 closed-form truncated gamma moments from scipy (the reference lives in
-tests/ecsq_brute_force.py, shared with tests/test_ecsq_law.py, and imports nothing of the
+tests/ecsq_brute_force.py, shared with tests/compression/test_ecsq_law.py, and imports nothing of the
 library's); ``dp_span``, how many bits apart the two DP vertices around that distortion
 are; ``gap = design_bits - dp_bits``; and ``rd_bits``, R(D) at that distortion, read off
 :func:`gradcomp.quantization.rate_distortion.distortion_rate_curve` (D(R) on a 0.01-bit
@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 from gradcomp.compression.ecsq_law import ecsq_for_law
 from gradcomp.quantization.rate_distortion import distortion_rate_curve
 
-# the brute-force reference, shared with tests/test_ecsq_law.py
+# the brute-force reference, shared with tests/compression/test_ecsq_law.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from ecsq_brute_force import LAWS, Law, dp_rate, dp_span, dp_vertices  # noqa: E402
 

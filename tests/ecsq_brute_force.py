@@ -1,5 +1,5 @@
 """A brute-force reference for the entropy-constrained design of a fitted law
-(gradcomp.compression.ecsq_law), shared by tests/test_ecsq_law.py and
+(gradcomp.compression.ecsq_law), shared by tests/compression/test_ecsq_law.py and
 bench/bench_ecsq_design.py: a Lagrangian dynamic program over interval cells whose ends lie
 on a fine grid, every cell scored on the continuous law with closed-form truncated gamma
 moments from scipy. It imports nothing of the library's: it is the independent reference.

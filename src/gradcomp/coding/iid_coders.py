@@ -166,7 +166,7 @@ class AnsModelCoder(_ModelCoder):
         words, and the raw signs. Not the stream's exact size, which depends on the
         symbols' order and on constriction's own rounding of the pmf: within a word or two
         of it, a few more where many entries fall on symbols the model floors
-        (tests/test_stream_counts.py)."""
+        (tests/lossless/test_stream_counts.py)."""
         side, fitted = write_fit(self._fit(c))
         unit = 2.0**ANS_PRECISION
         q = np.maximum(np.round(model_pmf_of(fitted, c.grid) * unit), 1.0) / unit

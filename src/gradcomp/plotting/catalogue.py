@@ -4,7 +4,7 @@ measured row (:mod:`gradcomp.plotting.standard`): each figure's title
 (:func:`question_title`), the run's manifest
 (``results/figures/manifest.tsv``, :func:`write_manifest`) and the docs' gallery
 (:func:`gallery_markdown`). Each report caption (``workflow/report/<id>.rst``) opens with
-:func:`caption_head` (tests/test_figure_standard.py holds them equal).
+:func:`caption_head` (tests/plotting/test_figure_standard.py holds them equal).
 
 A figure's id is its PNG name before ``_{model}`` (``L1_resnet20.png`` -> ``L1``). A new
 figure adds one entry to :data:`FIGURES` and its caption; a figure without an entry stops

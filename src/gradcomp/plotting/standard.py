@@ -61,7 +61,7 @@ PNG_KEY = "gradcomp-figure"
 #: The width a reader's page shows a figure at (px): text sizes are measured there.
 READ_WIDTH_PX = 700
 
-#: The limits every figure of a run is held to (tests/test_figure_standard.py).
+#: The limits every figure of a run is held to (tests/plotting/test_figure_standard.py).
 STANDARD: Mapping[str, Any] = {
     "max_panels": 6,
     "min_text_px_at_700": 8.0,

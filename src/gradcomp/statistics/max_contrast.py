@@ -24,7 +24,7 @@ candidate, an advantage must beat every one, a noisy candidate near the curve in
 stated detectable difference (:meth:`MaxContrastTest.min_detectable`) is therefore solved
 for on the contrasts' joint distribution, both ways, the test moved and every candidate's
 measured distance below the largest kept: the larger of the two sizes found with the given
-power (tests/test_detectable_power.py checks 80% at it by simulation).
+power (tests/statistics/test_detectable_power.py checks 80% at it by simulation).
 """
 
 from __future__ import annotations

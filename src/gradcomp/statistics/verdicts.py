@@ -38,11 +38,11 @@ Each row also states the bracket's width (``interp_bound``) and the largest step
 the reference configurations it leans on (``step_log2``, log2 bits), the smallest difference
 the design detects either way with the configured power at level ``alpha / m`` (Holm's
 first step, m questions of the family; wherever the curve lies in the bracket; on the front
-beating every candidate: tests/test_detectable_power.py), the share of the
+beating every candidate: tests/statistics/test_detectable_power.py), the share of the
 variance between warm starts (one-way ANOVA), which reference configurations the contrasts
 use and which of those are dominated by another configuration of the reference. The
 procedure's coverage under nulls and shapes that break a chord, and its power, are checked by
-simulation (:mod:`gradcomp.statistics.verdict_simulation`, ``tests/test_verdict_simulation.py``).
+simulation (:mod:`gradcomp.statistics.verdict_simulation`, ``tests/statistics/test_verdict_simulation.py``).
 """
 
 from __future__ import annotations

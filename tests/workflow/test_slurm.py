@@ -3,7 +3,7 @@
 Opt-in: needs running SLURM daemons and snakemake-executor-plugin-slurm. As root:
 
     scripts/local_slurm.sh start            # installs slurm-wlm + munge if missing
-    GRADCOMP_SLURM_TEST=1 .venv/bin/python -m pytest tests/test_slurm.py -x -q
+    GRADCOMP_SLURM_TEST=1 .venv/bin/python -m pytest tests/workflow/test_slurm.py -x -q
     scripts/local_slurm.sh stop
 
 The tiny config of tests/conftest.py runs paper L's lossless chain (prepare_cifar10,

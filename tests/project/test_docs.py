@@ -277,7 +277,7 @@ def test_every_config_key_the_docs_name_exists(page) -> None:
 
 def test_extending_guide_names_files_that_exist() -> None:
     """Every file the guide's table and text point at (``compression/registry.py``,
-    ``tests/test_study.py``, ``workflow/rules/``) exists, looked up from the repository, the
+    ``tests/study/test_study.py``, ``workflow/rules/``) exists, looked up from the repository, the
     library or the workflow folder."""
     text = (REPO / "docs" / "extending.md").read_text()
     named = set(re.findall(r"`([\w./-]+\.(?:py|yaml|smk|md)|[\w./-]+/)`", text))

@@ -19,7 +19,7 @@ the test then checks each run against independent references:
     size per bucket and the padding to the longest rank's payload) or the float32 numbers
     all-reduced; parameters are identical on both ranks after the steps.
 
-tests/test_distributed_faults.py runs three ranks and failures on one rank.
+tests/distributed/test_distributed_faults.py runs three ranks and failures on one rank.
 """
 
 from __future__ import annotations

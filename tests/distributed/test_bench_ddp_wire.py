@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_ddp_wire.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_ddp_wire.py"
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:

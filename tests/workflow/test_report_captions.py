@@ -14,7 +14,7 @@ import jinja2
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REPORT = REPO / "workflow" / "report"
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 

@@ -22,7 +22,7 @@ from gradcomp.compression.sketch_hash import SketchHash
 from gradcomp.compression.sketch_probe import probe_vector, sketch_relative_error
 from gradcomp.study.lossy import compressor_variants
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 P = 2**61 - 1
 
 

@@ -17,7 +17,7 @@ from gradcomp.compression.inputs import NonFiniteUpdateError, checked_update
 from gradcomp.compression.specs import DEFAULT_TOPK, SpecError, check_spec
 from gradcomp.errors import ConfigError, did_you_mean
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPECS = [
     {"quantizer": "uniform", "rate": 2, "topk": 0.3, "min_entries": 10},
     {"quantizer": "lloyd", "family": "gennorm", "rate": 2, "M": 2, "topk": 0.3, "min_entries": 10},

@@ -80,7 +80,7 @@ def test_the_documented_model_trains_through_the_workflow(shared_run: Path) -> N
     assert config["user_models"] == user["user_models"]
     assert set(user["lossless"]["models"]) <= set(config["lossless"]["models"])
     assert config["lossy"]["models"] == user["lossy"]["models"]
-    # the shared run dumps fc2.weight alone of this model (tests/test_stream.py's case)
+    # the shared run dumps fc2.weight alone of this model (tests/workflow/test_stream.py's case)
     dump = read_dump(shared_run / "results/lossless/wide/run0/grads/epoch2.safetensors")
     assert dump.tensors["epoch_avg"]["fc2.weight"].shape == (10, 64)  # its width
     rounds = shared_run / "results/lossy/wide/uniform/R2_M0/seed0/rounds.tsv"

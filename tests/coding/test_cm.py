@@ -38,7 +38,7 @@ from gradcomp.coding.registry import builtin_specs
 from gradcomp.quantization.grids import get_grid
 
 GRID = get_grid("fp8_e5m2")
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 STREAMS = ("real_a", "real_b", "uniform")
 MODULES = {"cm_context": cm, "cm_fast": cm_fast}  # coder name -> its module
 coders = pytest.mark.parametrize("name", list(MODULES))

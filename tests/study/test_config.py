@@ -43,7 +43,7 @@ def test_defaults_are_filled() -> None:
     [
         (("lossless", "epochs"), -1, "lossless.epochs"),
         (("lossless", "models"), ["Alex-Net"], "lossless.models.0"),  # not a name (an unknown
-        # one is the study's check: tests/test_user_model.py)
+        # one is the study's check: tests/workflow/test_user_model.py)
         (("data", "train_subset"), "many", "data.train_subset"),
         (("lossless", "lr"), 0, "lossless.lr"),
         (("device",), "tpu", "device"),

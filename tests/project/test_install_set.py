@@ -13,7 +13,7 @@ library and the workflow (lazy and ``try``-guarded ones too: that install promis
 then work, and a
 tiny workflow must run and render its ``--report``. The commands that install an extra
 themselves (the test and SLURM commands) are not covered. That the library needs none of the
-workflow extra: tests/test_light_install.py.
+workflow extra: tests/project/test_light_install.py.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 SITECUSTOMIZE = r'''
 import json, os, pkgutil, site, sys

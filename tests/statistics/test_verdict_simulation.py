@@ -15,7 +15,7 @@ them on the sparse, steep and kinked curves; a bracket assuming one bend, and re
 test 0.1% off a configuration as that configuration, fail them on the S scenarios (coverage
 0-6% with precise noise at 40 warm starts): the planted bugs these tests catch. The default
 run's whole structure, with the front and the uncompressed aggregate:
-tests/test_verdict_frontier.py."""
+tests/statistics/test_verdict_frontier.py."""
 
 from __future__ import annotations
 
