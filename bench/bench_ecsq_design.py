@@ -9,8 +9,8 @@ M-weighted distortion of :func:`gradcomp.compression.ecsq_law.ecsq_for_law` with
 that distortion, from a brute-force Lagrangian dynamic program over interval cells whose
 ends lie on a fine grid (about 3,000 edges), every cell scored on the continuous law with
 closed-form truncated gamma moments from scipy (the reference lives in
-tests/ecsq_brute_force.py, shared with tests/compression/test_ecsq_law.py, and imports nothing of the
-library's); ``dp_span``, how many bits apart the two DP vertices around that distortion
+tests/ecsq_brute_force.py, shared with tests/compression/test_ecsq_law.py, and imports nothing
+of the library's); ``dp_span``, how many bits apart the two DP vertices around that distortion
 are; ``gap = design_bits - dp_bits``; and ``rd_bits``, R(D) at that distortion, read off
 :func:`gradcomp.quantization.rate_distortion.distortion_rate_curve` (D(R) on a 0.01-bit
 grid, inverted by linear interpolation in log D), with ``rd_change`` its ``grid_change`` at

@@ -18,7 +18,8 @@ converts or computes with the value, reads ``rates`` from the entry, ``rate`` fr
 spec or from a variant. Files that only hand on the config or the spec (the Snakefile, the
 schema check, the job's stage, the per-user factory, the federated loop) are not reads. The
 rule files are not run here; they are read for the rate by :data:`RULE_READS`, and the schema
-for the entry's ``rates``. Cited by docs/extending.md; tests/project/test_travel.py holds the limits.
+for the entry's ``rates``. Cited by docs/extending.md; tests/project/test_travel.py holds the
+limits.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 with a +0.17-nat kink at 1 bit per kept value and points between its powers of two,
 quantizer configurations on two kept sets, dense compressors against the operational curve,
 one configuration against the uncompressed aggregate), run through the code that writes
-verdicts.tsv. Goals as in tests/statistics/test_verdict_simulation.py, and for the front: an advantage
-and a deficit of one size found alike (the simultaneous limits of
+verdicts.tsv. Goals as in tests/statistics/test_verdict_simulation.py, and for the front: an
+advantage and a deficit of one size found alike (the simultaneous limits of
 :mod:`gradcomp.statistics.max_contrast` treat both ends the same; the hull chosen on the pooled
 means, the planted bug, leans against the test)."""
 

@@ -2,7 +2,8 @@
 coverage by simulation (and the pooled interval's failure), TOST against statsmodels, the
 detectable difference against the noncentral t, the variance components on simulated data,
 dominance on hand-made curves, and the verdict table on synthetic studies with a planted
-truth (its coverage and power on the real data's structure: tests/statistics/test_verdict_simulation.py)."""
+truth (its coverage and power on the real data's structure:
+tests/statistics/test_verdict_simulation.py)."""
 
 from __future__ import annotations
 

@@ -36,8 +36,8 @@ three refined by a pattern search (steps 1/8 to 1/128), and of those the exact f
 whole lattice of least distortion is the design. The rate is the index entropy, or the mean
 length of the Huffman code of the cells' probabilities (what the compressor sends).
 Against a dynamic program over interval cells on a 3,000-edge grid, scored on the law
-(tests/compression/test_ecsq_law.py), it is within 0.005 bits at 0.5-5 bits for GenNorm beta 0.7, 1, 2
-and a top-K-truncated Laplacian, M = 0 and 2.
+(tests/compression/test_ecsq_law.py), it is within 0.005 bits at 0.5-5 bits for GenNorm beta 0.7,
+1, 2 and a top-K-truncated Laplacian, M = 0 and 2.
 
 >>> law = {"beta": 2.0, "loc": 0.0, "scale": 1.0}
 >>> q = ecsq_for_law("gennorm", law, M=2.0, rate=1.0)

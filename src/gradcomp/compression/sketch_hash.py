@@ -19,7 +19,8 @@ from a seed:
   around (a coefficient times i exceeds 2^63 for i >= 4), then the floor remainder mod p and
   c, with the coefficients CSVec draws after ``torch.random.manual_seed(42)`` (``seed`` is
   ignored: every sketch of a size gets the same hashes, as in M22). The wrapped products
-  are far from uniform mod c: a row can leave most columns empty (``tests/compression/test_sketch.py``).
+  are far from uniform mod c: a row can leave most columns empty
+  (``tests/compression/test_sketch.py``).
 
 Shapes: ``buckets`` int64 (rows, d) in 0..columns-1; ``signs`` float64 (rows, d) in {-1, +1};
 tables float64 (rows, columns).

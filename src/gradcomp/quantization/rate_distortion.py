@@ -16,8 +16,8 @@ and returns ``(R, D) = (I(p, Q) in bits, E d)`` of the discretised problem.
 Accuracy. The points are swept along the curve and read between by
 :mod:`gradcomp.quantization.rd_sweep` (no two more than 0.1 bits apart from 0.05 bits up;
 cubic Hermite interpolation with their exact slopes): at 0.1-1.5 bits within 0.003 bits of
-an independent Blahut-Arimoto (tests/quantization/test_rate_distortion.py; GenNorm beta 0.7, 1, 2 and a
-top-K-truncated Laplacian, M = 0 and 2). Discretisation matters most for heavy tails and
+an independent Blahut-Arimoto (tests/quantization/test_rate_distortion.py; GenNorm beta 0.7, 1, 2
+and a top-K-truncated Laplacian, M = 0 and 2). Discretisation matters most for heavy tails and
 large M, and at high rate (the discretised source's D(R) reaches 0 at its entropy, so the
 curve then falls below the continuous one). :func:`distortion_rate_curve` therefore also
 runs the sweep on a grid of half the size and reports the relative change

@@ -42,7 +42,8 @@ beating every candidate: tests/statistics/test_detectable_power.py), the share o
 variance between warm starts (one-way ANOVA), which reference configurations the contrasts
 use and which of those are dominated by another configuration of the reference. The
 procedure's coverage under nulls and shapes that break a chord, and its power, are checked by
-simulation (:mod:`gradcomp.statistics.verdict_simulation`, ``tests/statistics/test_verdict_simulation.py``).
+simulation (:mod:`gradcomp.statistics.verdict_simulation`,
+``tests/statistics/test_verdict_simulation.py``).
 """
 
 from __future__ import annotations
