@@ -266,6 +266,7 @@ def simulated():
     return [t.dropna(subset=["p"]) for run in runs for _, t in run.groupby("rep")]
 
 
+@pytest.mark.slow
 def test_the_page_never_shows_a_word_its_interval_contradicts(simulated, tmp_path):
     """Read back from the Markdown: every paper-Y row's shown interval agrees with its word,
     over studies where every verdict occurs (and rounding never puts an end on the wrong

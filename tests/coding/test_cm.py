@@ -101,6 +101,7 @@ def test_roundtrip_of_arbitrary_symbols(name, symbols) -> None:
     np.testing.assert_array_equal(coder.decode(coder.encode(TensorSymbols(s, GRID)), GRID, {}), s)
 
 
+@pytest.mark.slow
 @coders
 def test_extreme_symbols_fit_the_buffer_and_decode(name) -> None:
     """20,000 levels drawn uniformly from the whole grid (every exponent class, long

@@ -61,6 +61,7 @@ def laplace_points():
     return discretise(law, 0.0, 6000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.4, 0.7, 1.0])
 def test_low_rate_laplacian_beats_every_dead_zone_quantizer_found_by_brute_force(
     laplace_points, rate
@@ -123,6 +124,7 @@ def test_never_above_the_fixed_rate_lloyd_at_the_same_coded_bits(beta, M, n_leve
     assert got.distortion <= distortion * (1 + 1e-5), (got.distortion, distortion)
 
 
+@pytest.mark.slow
 def test_the_window_search_is_the_search_over_every_level(laplace_points) -> None:
     """Choosing among the levels around a point gives the design the search over all levels
     gives (planted bug: a window of one level each side, which froze the dead zone)."""
@@ -135,6 +137,7 @@ def test_the_window_search_is_the_search_over_every_level(laplace_points) -> Non
         assert near.distortion == pytest.approx(full.distortion, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_huffman_lengths_spend_whole_bits_and_the_rate_counts_them() -> None:
     """With Huffman code lengths the rate is the mean of whole-bit lengths (at least the
     index entropy), and the target is still not exceeded."""

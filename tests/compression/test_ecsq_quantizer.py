@@ -29,6 +29,7 @@ def update(seed: int = 0) -> dict[str, torch.Tensor]:
     return {"w": torch.from_numpy(w).float(), "b": torch.from_numpy(rng.normal(size=3000)).float()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra",
     [{}, {"target_bits": 1.5}, {"rate": 3, "M": 0}, {"quantizer": "ecsq_data", "family": None}],
@@ -55,6 +56,7 @@ def test_a_receiver_built_from_the_spec_decodes_the_bytes_alone(extra) -> None:
         assert len(q.levels) > alphabet
 
 
+@pytest.mark.slow
 def test_its_coded_bits_follow_the_target() -> None:
     """On a sample of the law it is designed for, the coded bits per kept value (the
     kind's own code of the indices sent: the adaptive code at 1.5 bits, Huffman above) come
@@ -254,6 +256,7 @@ def laplace_update(n: int = 50_000) -> dict[str, torch.Tensor]:
     return {"w": torch.from_numpy(x).float()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, M", [(0.5, 0.0), (1.0, 0.0), (0.5, 2.0), (0.25, 0.0)])
 def test_below_one_bit_the_pipeline_spends_the_target(target, M) -> None:
     """Laplace values, 50,000, every one sent: the bits the pipeline counts for the indices
@@ -309,6 +312,7 @@ def test_the_code_switches_at_one_and_a_half_bits() -> None:
     assert check_spec({**SPEC, "rate": 1, "target_bits": 0.05})["rate"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("M", [0.0, 2.0])
 @pytest.mark.parametrize("rate", [0.25, 0.5, 1.0, 1.5])
 def test_the_entropy_design_has_a_dead_zone_below_one_and_a_half_bits(rate, M) -> None:

@@ -94,6 +94,7 @@ def test_qsgd_variance_bound(v, rate):
     assert float(mse) == pytest.approx(exact, rel=0.1, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_qsgd_elias_stream_by_hand():
     # s = 3, levels [0, 2, 0, 0, -1]: count 2; gap 2, +, level 2; gap 3, -, level 1
     code = QSGDEliasCode(3)
@@ -106,6 +107,7 @@ def test_qsgd_elias_stream_by_hand():
         code.decode(bits[:-1], 5)
 
 
+@pytest.mark.slow
 def test_qsgd_rates_recomputed():
     upd = {"w": 0.01 * vector(6000, 3).reshape(60, 100), "b": vector(30, 4)}
     c = build_compressor(

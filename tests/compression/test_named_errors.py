@@ -152,6 +152,7 @@ def _refused(second: dict[str, torch.Tensor], cause: str) -> dict[str, torch.Ten
     return {**second, name: second[name].double() * 1e200}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cause", ["nan", "last_beyond_float32", "first_beyond_float32"])
 @pytest.mark.parametrize("kind", [*QUANTIZERS, *COMPRESSORS])
 def test_a_refused_update_leaves_the_compressor_as_it_was(kind, cause):

@@ -74,6 +74,7 @@ def _weighted_error(kind: str, x: np.ndarray, M: float, rate: int) -> float:
     return float(np.sum(np.abs(x) ** M * (x - decoded) ** 2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["kmeans", "ecsq_data"])
 @pytest.mark.parametrize("M", [0, 2])
 @pytest.mark.parametrize(("factor", "sign"), [(1e3, 1), (1e6, 1), (1e6, -1), (1e12, 1),
@@ -130,6 +131,7 @@ def test_m_beyond_what_the_designs_compute_is_refused_at_check_spec(M):
     assert err.value.key == "M" and str(MAX_M) in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["lloyd", "kmeans", "tcq", "ecsq", "ecsq_data"])
 def test_the_largest_m_designs_finite_levels(kind):
     spec = {"quantizer": kind, "rate": 2, "M": MAX_M, "min_entries": 0}

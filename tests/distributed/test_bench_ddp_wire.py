@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_ddp_wire.py"
 
 
@@ -26,12 +28,14 @@ def timing(ms: dict[str, float]) -> dict:
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_unknown_configuration_is_named() -> None:
     done = run_bench("--configs", "default", "no_such_config", "--phases", "time")
     assert done.returncode == 2
     assert "no_such_config" in done.stderr and "uniform_R2_top10" in done.stderr
 
 
+@pytest.mark.slow
 def test_report_merges_rates_and_decides(tmp_path: Path) -> None:
     args = {"models": ["cnn"], "margin": 0.03, "acc_steps": 80}
     default = [0.40, 0.42, 0.38, 0.41, 0.39, 0.43]

@@ -67,6 +67,7 @@ def beta_standard_error(beta: float, n: int) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beta", [0.5, 1.0, 1.5, 2.0, 3.0])
 @pytest.mark.parametrize("scale", [1e-6, 1e-3, 1.0])
 @pytest.mark.parametrize("free_loc", [False, True])

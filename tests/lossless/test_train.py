@@ -31,6 +31,7 @@ def run(data, tmp: Path, **overrides):
     return settings, dumps, history
 
 
+@pytest.mark.slow
 def test_training_reduces_loss_and_logs(tiny_cifar, tmp_path: Path) -> None:
     _, dumps, history = run(tiny_cifar, tmp_path, epochs=4, lr=0.05, augment=False)
     assert history[-1]["train_loss"] < history[0]["train_loss"]

@@ -128,6 +128,7 @@ def meets_standard(png, identifiers=()) -> dict:
     return row
 
 
+@pytest.mark.slow
 def test_y6_marks_exactly_what_the_verdicts_decide(study, tmp_path, monkeypatch) -> None:
     """Each verdict of the table appears once, in its variant's row and its reference's
     column, as that verdict's mark, and nothing else is marked (planted bugs, the last

@@ -122,6 +122,7 @@ def drawn(tmp_path, monkeypatch):
     return paths, png, table, kept
 
 
+@pytest.mark.slow
 def test_series_are_gennorm_lloyd_and_kmeans_at_one_and_two_bits(drawn) -> None:
     _, _, table, _ = drawn
     assert list(dict.fromkeys(table["series"])) == [
@@ -134,6 +135,7 @@ def test_series_are_gennorm_lloyd_and_kmeans_at_one_and_two_bits(drawn) -> None:
     assert (table["units"] == 8).all() and (table["design"] == "warm starts").all()
 
 
+@pytest.mark.slow
 def test_means_and_intervals_match_an_independent_computation(drawn) -> None:
     paths, _, table, _ = drawn
     for row in table.itertuples(index=False):
@@ -144,6 +146,7 @@ def test_means_and_intervals_match_an_independent_computation(drawn) -> None:
         assert row.bits_per_entry == pytest.approx(0.452 * row.rate + 0.9 - 0.02 * row.M)
 
 
+@pytest.mark.slow
 def test_planted_effect_of_M_shows(drawn) -> None:
     """The loss a round takes off grows 0.01 nats a step of M and M spends fewer bits: every
     series rises with M, in both panels; one bit buys more per bit than two."""
@@ -154,6 +157,7 @@ def test_planted_effect_of_M_shows(drawn) -> None:
     assert (loss.xs(1, level="rate")["mean"] > loss.xs(2, level="rate")["mean"]).all()
 
 
+@pytest.mark.slow
 def test_the_figure_draws_the_table(drawn) -> None:
     """Each panel's series line holds the table's means at M plus its offset, each error bar
     spans the table's interval; a dotted line per rate through the mean ceilings."""
@@ -179,6 +183,7 @@ def test_the_figure_draws_the_table(drawn) -> None:
     assert "nats" in kept["ylabels"][0] and "points" in kept["ylabels"][1]
 
 
+@pytest.mark.slow
 def test_the_saved_figure_meets_the_standard(drawn) -> None:
     _, png, _, _ = drawn
     row = read_png_row(png)
@@ -188,6 +193,7 @@ def test_the_saved_figure_meets_the_standard(drawn) -> None:
     assert png.with_suffix(".pdf").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_few_warm_starts_draw_their_values_not_an_interval(tmp_path) -> None:
     """Three warm starts: no interval (fewer than 5 units), each unit's value drawn; the
     standard is still met (no interval, so no replicates needed)."""
@@ -201,6 +207,7 @@ def test_few_warm_starts_draw_their_values_not_an_interval(tmp_path) -> None:
     assert any("fewer than 5 warm starts" in t for t in row["texts"])
 
 
+@pytest.mark.slow
 def test_only_the_Ms_the_study_ran(tmp_path) -> None:
     """The default config's study: GenNorm Lloyd at M 0 and 2, k-means at M 2 only."""
     paths = write_tables(tmp_path, warm_starts=6, seeds=1, rounds=1)

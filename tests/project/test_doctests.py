@@ -22,6 +22,7 @@ def test_the_library_has_examples() -> None:
     assert found >= 20, found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name: str) -> None:
     module = importlib.import_module(name)

@@ -79,6 +79,7 @@ def test_cycle_finder_finds_a_planted_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+@pytest.mark.slow
 def test_no_import_cycle() -> None:
     """The study's lossy section imports compression.entries at module level, the schema check
     takes the kinds from the compression package and not the other way, and nothing imports
@@ -134,6 +135,7 @@ print(sorted(m for m in ("matplotlib", "seaborn") if m in sys.modules))
 """
 
 
+@pytest.mark.slow
 def test_parsing_the_workflow_loads_no_plotting_library() -> None:
     """The Snakefile's parse (its imports and the study built from the default config, L5's
     coder colours included) loads neither matplotlib nor seaborn: the layers run one way, and
@@ -160,6 +162,7 @@ LAYERS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("importer", "banned", "why"), LAYERS, ids=[x[0] for x in LAYERS])
 def test_layers_import_one_way(importer: str, banned: str, why: str) -> None:
     """No module under ``importer`` imports one under ``banned``, directly or through others
@@ -198,6 +201,7 @@ def test_outside_finder_finds_a_planted_import() -> None:
     assert imports_outside(graph, "gradcomp.statistics") == []
 
 
+@pytest.mark.slow
 def test_statistics_knows_nothing_of_training() -> None:
     """gradcomp.statistics (the verdict procedure, matched bits, paired and nested designs,
     BD-rate, the simulation) imports no gradcomp module outside itself: numpy, scipy and

@@ -173,6 +173,7 @@ def snakemake_import_statements(path: Path) -> list[str]:
     return [m.group(1).strip().rstrip(",") for m in pattern.finditer(path.read_text())]
 
 
+@pytest.mark.slow
 def test_blocker_hides_modules_outside_the_core_install(core_env):
     # the test extra's pytest and hypothesis are installed here, not by the README's first command
     proc = subprocess.run(

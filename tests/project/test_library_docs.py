@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, doc_blocks
 
 
+@pytest.mark.slow
 def test_every_example_runs_and_says_what_its_comments_say(tmp_path: Path) -> None:
     blocks = doc_blocks("library.md", "python")
     assert len(blocks) >= 5

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 from conftest import REPO
@@ -86,6 +87,7 @@ def test_blocker_blocks_the_extra() -> None:
     assert proc.returncode != 0 and "not in the core install" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_library_round_trip_without_the_workflow_extra() -> None:
     """Planted bugs it catches: brotli imported at the top of coding.general_purpose again,
     numba required by coding.binary_rc, pandas by distributions.goodness_of_fit."""

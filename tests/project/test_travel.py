@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 SCRIPT = REPO / "scripts/travel.py"
@@ -41,6 +43,7 @@ def _module_file(obj) -> str:
     return "src/" + obj.__module__.replace(".", "/") + ".py"
 
 
+@pytest.mark.slow
 def test_the_rate_is_read_where_the_docs_say_and_in_at_most_8_files() -> None:
     counts = run("--rate")
     assert f"`rate`: {counts['rate']} files" in (REPO / "docs/extending.md").read_text()

@@ -45,6 +45,7 @@ def studies():
     return pd.concat(tables, ignore_index=True).dropna(subset=["p"])
 
 
+@pytest.mark.slow
 def test_every_verdict_occurs(studies):
     assert {"better", "worse", "equivalent", "undecided"} <= set(studies["verdict"])
 

@@ -156,6 +156,7 @@ def test_convex_reading_holds_every_convex_curve_between_its_ends():
                 )
 
 
+@pytest.mark.slow
 def test_either_bend_reading_holds_every_s_curve():
     """2,000 random S curves (a convex curve reflected at a random point inside the span,
     either way up) read where a neighbour lies on each side: the curve lies between the

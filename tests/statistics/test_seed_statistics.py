@@ -328,6 +328,7 @@ def test_seed_verdicts_match_scipy_and_statsmodels():
     assert [rows[n]["p_holm"] for n in diffs] == pytest.approx(want, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_seed_verdicts_on_simulated_seeds_with_a_known_truth():
     """Five seeds, eleven comparisons, a shared seed effect that pairing removes: under the
     null the intervals cover 0 at about 95 % and a family gets a false 'better' / 'worse' at

@@ -91,6 +91,7 @@ def test_max_t_quantile_against_bonferroni_and_one_contrast():
     assert q_copies == pytest.approx(scipy.stats.t.ppf(0.975, 11), abs=0.03)
 
 
+@pytest.mark.slow
 def test_max_contrast_interval_covers_the_largest_contrast():
     """2,000 studies of 12 units and 6 correlated contrasts with true values (0, -0.01, ...):
     the simultaneous interval covers the largest true contrast (0) in >= 95% of them, and the

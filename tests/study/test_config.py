@@ -38,6 +38,7 @@ def test_defaults_are_filled() -> None:
     assert config["lossless"]["batch_size"] == 64
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "value", "key"),
     [

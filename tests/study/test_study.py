@@ -52,6 +52,7 @@ def overlaid(*names: str) -> dict:
     return c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "names",
     [(), ("paper.yaml",), ("paper.yaml", "smoke-paper.yaml"), ("m22.yaml",), ("decisive.yaml",)],
@@ -252,6 +253,7 @@ def test_train_settings_carry_the_checked_coders_only_where_a_model_streams() ->
     assert not {"coders", "stream", "sample"} & set(lossless.coding)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("key", "changes"), BAD)
 def test_each_cross_key_check_names_its_key(key: str, changes: dict) -> None:
     """Planted bug: any one check dropped or naming another key (the default config passes
@@ -316,6 +318,7 @@ def test_nested_command_line_compressors_are_converted() -> None:
         validate_config(bad, SCHEMA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("entry", "key"),
     [

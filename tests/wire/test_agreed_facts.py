@@ -108,6 +108,7 @@ def cells():
     return out
 
 
+@pytest.mark.slow
 def test_every_wrong_agreed_fact_is_refused_by_name_in_another_process():
     table = cells()
     assert len(table) == 6 * len(SPECS)
@@ -147,6 +148,7 @@ def test_a_compressor_built_without_its_spec_says_how_to_build_it(spec):
     assert user_seed(SEED, USER) == 1000 * SEED + USER
 
 
+@pytest.mark.slow
 def test_issue54_no_two_users_and_rounds_share_a_facts_check():
     """Issue 54: with 16-bit checks 528 of 100 users x 100 rounds shared a check with
     another; 32-bit checks: none among 100 users x 1000 rounds, for several run seeds."""

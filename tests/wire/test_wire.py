@@ -210,7 +210,12 @@ def receiver_records(spec, layout: UpdateLayout) -> list[str]:
     return [*map(str, sketches), *(n for n in layout.names if n not in big)]
 
 
-CASES = [(k, sp) for k in QUANTIZER_KINDS for sp in ("none", "topk", "randomk")]
+#: The entropy-constrained designs take seconds a case: the slow tier runs them.
+CASES = [
+    pytest.param(k, sp, marks=pytest.mark.slow) if k.startswith("ecsq") else (k, sp)
+    for k in QUANTIZER_KINDS
+    for sp in ("none", "topk", "randomk")
+]
 CASES += [("powersgd", None), pytest.param("count_sketch", None, marks=pytest.mark.slow)]
 PROPERTY = settings(
     max_examples=6, deadline=None, derandomize=True, database=None,
@@ -236,6 +241,7 @@ def test_decode_of_the_bytes_is_the_senders_reconstruction(kind, sparsifier):
 # ---- bad bytes --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [0.05, 0.5, 1.5])
 @pytest.mark.parametrize("sparsifier", ["none", "topk", "randomk"])
 def test_ecsq_below_one_and_a_half_bits_round_trips(target, sparsifier) -> None:
@@ -275,6 +281,7 @@ def sent(spec: dict, seed: int = 0):
     return update, c.decompress(payload, ctx), encode_update(c, payload, ctx)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec", BAD_BYTES_SPECS, ids=lambda s: s.get("quantizer") or s["compressor"]
 )

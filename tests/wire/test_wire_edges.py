@@ -94,6 +94,7 @@ def test_issue54_float64_beyond_float32_decodes_finite_or_is_refused(kind) -> No
     assert decodes_finite_or_refuses(kind, update(1e40)) == "refused"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("scale", [1e30, 1e37, 1e200])
 def test_issue54_every_kind_decodes_finite_or_refuses_by_name(kind, scale) -> None:

@@ -75,6 +75,7 @@ def mutate(data: bytes, how: tuple) -> bytes:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SPECS))
 @settings(max_examples=60, deadline=2000, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
