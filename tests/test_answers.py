@@ -285,6 +285,7 @@ def test_the_page_never_shows_a_word_its_interval_contradicts(simulated, tmp_pat
     assert words == {"better", "worse", "equivalent", "undecided"}
 
 
+@pytest.mark.slow
 def test_the_unadjusted_interval_is_refused(simulated):
     """Planted bug: the raw 95% interval under the adjusted word. Some simulated rows then
     disagree, and the table is refused naming the question."""

@@ -36,7 +36,7 @@ M22_VGG16_ROWS = [  # conv2d_1 .. conv2d_13, dense_1 .. dense_3
 ]  # fmt: skip
 
 # the paper-scale networks take a second or more to build on a CPU: the slow tier
-HEAVY = ("densenet121", "resnet50v2", "vgg16")
+HEAVY = ("densenet121", "resnet18", "resnet50v2", "vgg16")
 
 
 @pytest.mark.parametrize(

@@ -119,6 +119,7 @@ def test_extreme_symbols_fit_the_buffer_and_decode(name) -> None:
     assert 8 * len(data) > 8 * 20_000
 
 
+@pytest.mark.slow
 @coders
 def test_message_carries_statistics_from_tensor_to_tensor(name) -> None:
     """A message of similar tensors decodes exactly and costs less than the tensors coded

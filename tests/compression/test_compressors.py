@@ -341,6 +341,7 @@ def test_error_feedback_memory_accumulates_residuals():
     assert torch.equal(half.compensate(t2, "w"), torch.tensor([1.5, 1.5]))
 
 
+@pytest.mark.slow
 def test_error_feedback_in_update_compressor_telescopes():
     # with decay 1: sum of sent updates + final residual == sum of true updates
     c = build_compressor(

@@ -154,6 +154,7 @@ def test_terngrad_rates_recomputed():
     assert build_compressor({"quantizer": "terngrad"}).quantize.quantizer.fixed_rate == 2
 
 
+@pytest.mark.slow
 def test_scaled_sign_with_error_feedback_updates_the_memory():
     g1, g2 = vector(2000, 7), vector(2000, 8)
     g1[5] = 0.0

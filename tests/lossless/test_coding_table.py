@@ -145,6 +145,7 @@ def test_model_pmf_puts_p0_on_the_zero_bin() -> None:
     assert pmf[0] == pytest.approx(0.3 + 0.7 * continuous, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_zero_and_saturation_shares_follow_the_grid_range() -> None:
     # E5M2: |x| <= 2**-17 (half the smallest subnormal) rounds to zero, |x| > 57344 saturates
     rng = np.random.default_rng(0)

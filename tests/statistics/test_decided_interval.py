@@ -50,18 +50,21 @@ def test_every_verdict_occurs(studies):
     assert {"better", "worse", "equivalent", "undecided"} <= set(studies["verdict"])
 
 
+@pytest.mark.slow
 def test_the_decided_interval_never_contradicts_the_word(studies):
     assert disagreements(studies).empty, disagreements(studies)[
         ["question", "verdict", "decided_lo", "decided_hi", "p_holm", "tost_p_holm"]
     ]
 
 
+@pytest.mark.slow
 def test_the_unadjusted_interval_would(studies):
     """The raw 95% interval shown with the adjusted word disagrees in some rows: the page
     the table replaced, which the test above would catch."""
     assert not disagreements(studies, "loss_diff_lo", "loss_diff_hi").empty
 
 
+@pytest.mark.slow
 def test_the_decided_interval_is_wider_than_the_raw_one_for_a_difference(studies):
     """Holm's adjusted level is at most alpha: a better / worse row's interval contains its
     unadjusted 95% interval."""
