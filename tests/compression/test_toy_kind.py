@@ -1,8 +1,9 @@
 """A new compressor kind is one class: defined here, its option declared on it, registered
 with :func:`gradcomp.compression.registry.register`, it passes the config schema, spec
 checking and building, and no list of the library or the schema is edited for it (the
-schema's kinds and entry keys, the spec's option keys and the refusal messages are read from
-the registry). Its byte format (a wire kind code) is not part of this: it has none."""
+schema's kinds and entry keys, the spec's option keys, the refusal messages and the update
+header's kind code are read from the registry and the class). Its bytes go through the wire and
+a receiver built from the spec alone decodes them."""
 
 from __future__ import annotations
 
@@ -18,11 +19,19 @@ import yaml
 from conftest import REPO
 from gradcomp.compression import build_compressor
 from gradcomp.compression.registry import QUANTIZERS, register
-from gradcomp.compression.specs import SpecError, check_spec, option_keys
-from gradcomp.compression.value_quantizers import ValueQuantizer, as_sent, level_values
+from gradcomp.compression.specs import SpecError, check_spec, option_keys, user_seed
+from gradcomp.compression.value_quantizers import (
+    QuantizedValues,
+    ValueQuantizer,
+    as_sent,
+    level_values,
+    read_side_floats,
+    write_side_floats,
+)
 from gradcomp.errors import ConfigError
 from gradcomp.study import build_study
 from gradcomp.study.config import validate_config
+from gradcomp.wire import UpdateLayout, encode_update, make_receiver
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -35,6 +44,7 @@ class ToyTernary(ValueQuantizer):
     kind = "toy_ternary"
     title = "toy ternary"
     fixed_rate = 2
+    wire_code = 200  # its byte in the update header
     options: ClassVar[dict[str, object]] = {"toy_scale": 1.0}
 
     def __init__(self, scale: float):
@@ -54,7 +64,18 @@ class ToyTernary(ValueQuantizer):
 
     def encode(self, values, name=""):
         a = as_sent(self.scale * float(values.abs().max())) or 1.0
-        return level_values(self.kind, values, np.array([-a, 0.0, a]), {"a": a})
+        return level_values(self.kind, values, self._levels(a), {"a": a})
+
+    @staticmethod
+    def _levels(a: float) -> np.ndarray:
+        return np.array([-a, 0.0, a])
+
+    def write_side(self, q, w):
+        write_side_floats(w, q.side, ("a",))
+
+    def read_side(self, r, n, *, name, step):
+        a = read_side_floats(r, ("a",))["a"]
+        return QuantizedValues(self.kind, n, levels=self._levels(a), side={"a": a}, value_bits=2)
 
 
 @pytest.fixture
@@ -114,6 +135,31 @@ def test_build_compressor_builds_it(toy) -> None:
     assert compressor.rate(payload, ctx).n_entries == 9
 
 
-def test_registering_a_taken_name_is_refused(toy) -> None:
+def test_its_bytes_decode_with_what_the_receiver_knows(toy) -> None:
+    """The header carries the class's code; the receiver, built from the spec, the layout and
+    the seeds alone, rebuilds the sender's values bit for bit, and refuses another kind's
+    bytes by the code (planted bugs: a header that writes no code, a receiver that reads the
+    side value as float64)."""
+    spec = check_spec({"quantizer": "toy_ternary", "toy_scale": 0.5, "min_entries": 0})
+    update = {"w": torch.randn(40, generator=torch.Generator().manual_seed(0)), "b": torch.ones(3)}
+    compressor = build_compressor(spec.with_seed(user_seed(seed=0, user=0)))
+    payload, ctx = compressor.compress(update)
+    data = encode_update(compressor, payload, ctx)
+    assert data[3] == ToyTernary.wire_code
+    receiver = make_receiver(spec, UpdateLayout.of(update), seed=0, user=0, rnd=0)
+    sent = compressor.decompress(payload, ctx)
+    got = receiver.decode(data)
+    assert all(torch.equal(got[k], sent[k]) for k in update)
+    other_spec = check_spec({"quantizer": "uniform", "rate": 2, "min_entries": 0})
+    uniform = build_compressor(other_spec.with_seed(user_seed(seed=0, user=0)))
+    other = encode_update(uniform, *uniform.compress(update))
+    with pytest.raises(Exception, match="kind"):
+        receiver.decode(other)
+
+
+def test_registering_a_taken_name_or_code_is_refused(toy) -> None:
     with pytest.raises(ValueError, match="already registered"):
         register(ToyTernary)
+    clash = type("Clash", (ToyTernary,), {"kind": "toy_clash", "wire_code": 9})
+    with pytest.raises(ValueError, match="wire_code 9 is 'terngrad'"):
+        register(clash)

@@ -59,12 +59,22 @@ COMPRESSORS: dict[str, type[Any]] = {cls.kind: cls for cls in (PowerSGD, CountSk
 def register(cls: type) -> type:
     """Add kind ``cls`` under its ``kind`` name and return it (a class decorator too): a
     :class:`ValueQuantizer` subclass to :data:`QUANTIZERS`, another class (``from_spec``,
-    ``spec_keys``, ``max_rate``) to :data:`COMPRESSORS`. A name taken is refused."""
+    ``spec_keys``, ``max_rate``) to :data:`COMPRESSORS`. A name taken is refused, and so is
+    a header code (class attribute ``wire_code``, 1-255; 0: the kind has no byte format of
+    its own) that another kind carries."""
     kind = getattr(cls, "kind", None)
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"{cls.__name__} has no kind name (class attribute kind)")
     if kind in QUANTIZERS or kind in COMPRESSORS:
         raise ValueError(f"kind {kind!r} is already registered")
+    code = getattr(cls, "wire_code", 0)
+    if not isinstance(code, int) or not 0 <= code <= 255:
+        raise ValueError(
+            f"{cls.__name__}.wire_code must be an int in 1-255 (0: none), got {code!r}"
+        )
+    taken = {c.wire_code: k for k, c in {**QUANTIZERS, **COMPRESSORS}.items()}
+    if code and code in taken:
+        raise ValueError(f"{cls.__name__}.wire_code {code} is {taken[code]!r}'s")
     if issubclass(cls, ValueQuantizer):
         QUANTIZERS[kind] = cls
     else:
