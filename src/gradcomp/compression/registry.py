@@ -29,7 +29,7 @@ from gradcomp.compression.value_quantizers import (
     ValueQuantizer,
 )
 
-__all__ = ["COMPRESSORS", "QUANTIZERS", "register"]
+__all__ = ["COMPRESSORS", "QUANTIZERS", "kind_codes", "register"]
 
 #: Value quantizers by kind.
 QUANTIZERS: dict[str, type[ValueQuantizer]] = {
@@ -56,6 +56,11 @@ QUANTIZERS: dict[str, type[ValueQuantizer]] = {
 COMPRESSORS: dict[str, type[Any]] = {cls.kind: cls for cls in (PowerSGD, CountSketch)}
 
 
+def kind_codes() -> dict[str, int]:
+    """Kind -> its header code (its class's ``wire_code``), for every kind registered now."""
+    return {kind: cls.wire_code for kind, cls in {**QUANTIZERS, **COMPRESSORS}.items()}
+
+
 def register(cls: type) -> type:
     """Add kind ``cls`` under its ``kind`` name and return it (a class decorator too): a
     :class:`ValueQuantizer` subclass to :data:`QUANTIZERS`, another class (``from_spec``,
@@ -72,7 +77,7 @@ def register(cls: type) -> type:
         raise ValueError(
             f"{cls.__name__}.wire_code must be an int in 1-255 (0: none), got {code!r}"
         )
-    taken = {c.wire_code: k for k, c in {**QUANTIZERS, **COMPRESSORS}.items()}
+    taken = {c: k for k, c in kind_codes().items()}
     if code and code in taken:
         raise ValueError(f"{cls.__name__}.wire_code {code} is {taken[code]!r}'s")
     if issubclass(cls, ValueQuantizer):

@@ -27,7 +27,7 @@ import torch
 
 from gradcomp.coding.fields import FieldReader, WireFormatError
 from gradcomp.compression.agreed_values import AgreedValueError
-from gradcomp.compression.registry import COMPRESSORS, QUANTIZERS
+from gradcomp.compression.registry import kind_codes
 
 __all__ = [
     "AgreedFactError",
@@ -49,8 +49,9 @@ FORMAT_VERSION = 3
 HEADER_BYTES = 16
 RECORD_BYTES = 8
 #: The kind's byte in the header (a quantizer pipeline's value quantizer, or the compressor),
-#: kind -> code: each kind's class carries its own ``wire_code``.
-KIND_CODES = {kind: cls.wire_code for kind, cls in {**QUANTIZERS, **COMPRESSORS}.items()}
+#: kind -> code, for the built-in kinds: each kind's class carries its own ``wire_code``
+#: (:func:`~gradcomp.compression.registry.kind_codes` also has the kinds registered later).
+KIND_CODES = kind_codes()
 
 
 class AgreedFactError(WireFormatError):
@@ -218,7 +219,7 @@ def read_records(
         )
     code = head.u8("kind")
     if code != kind.wire_code:
-        names = {v: k for k, v in KIND_CODES.items()}
+        names = {c: k for k, c in kind_codes().items()}
         raise head.error("kind", f"{names.get(code, code)!r} bytes, the spec says {kind.kind!r}")
     if head.u32("layout") != layout.fingerprint():
         raise AgreedFactError(
